@@ -1,0 +1,48 @@
+"""Atomic output folders: build beside the destination, then rename, so no half-written folder looks complete."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+
+class OutputExistsError(FileExistsError):
+    """The destination exists and the user did not ask to overwrite it."""
+
+
+def check_writable(out: Path, overwrite: bool) -> None:
+    """Fail before any work when `out` exists and may not be replaced."""
+    if out.exists() and not overwrite:
+        raise OutputExistsError(f"{out} already exists: pass --overwrite to replace it")
+
+
+@contextmanager
+def atomic_directory(out: str | Path, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a fresh temporary folder beside `out`; on success it becomes `out`, on failure it is removed.
+
+    The old `out` (with `overwrite`) is moved aside first and deleted only after the new one is in place,
+    so an interruption at any point leaves either the old complete folder or the new complete folder.
+    """
+    out = Path(out)
+    check_writable(out, overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tag = uuid.uuid4().hex[:8]
+    tmp = out.parent / f".{out.name}.partial-{tag}"
+    tmp.mkdir()
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    aside = None
+    if out.exists():
+        check_writable(out, overwrite)
+        aside = out.parent / f".{out.name}.replaced-{tag}"
+        os.replace(out, aside)
+    os.replace(tmp, out)
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)

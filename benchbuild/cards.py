@@ -1,0 +1,85 @@
+"""Data cards: render a benchmark's README.md (HF YAML front matter + sections) from its build facts and a template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import mean
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+import yaml
+
+if TYPE_CHECKING:
+    from benchbuild.benchmark import Benchmark
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "data_cards"
+
+
+def size_category(rows: int) -> str:
+    """The Hub's size_categories bucket for a number of rows."""
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                        (10_000_000, "1M<n<10M")):
+        if rows < limit:
+            return name
+    return "10M<n<100M"
+
+
+def _arrow_dtype(feature: Any) -> Any:
+    dtype = getattr(feature, "dtype", None)
+    return dtype if dtype is not None else str(feature)
+
+
+def split_statistics(benchmark: "Benchmark") -> dict[str, dict[str, Any]]:
+    """Per split: rows, distinct sources, mean/max source and target length in whitespace tokens."""
+    stats = {}
+    for name, dataset in benchmark.splits.items():
+        entry: dict[str, Any] = {"rows": len(dataset)}
+        for column in ("source", "target"):
+            if column in dataset.column_names and len(dataset):
+                lengths = [len(text.split()) for text in dataset[column]]
+                entry[f"{column}_tokens_mean"] = round(mean(lengths), 2)
+                entry[f"{column}_tokens_max"] = max(lengths)
+        if "source" in dataset.column_names:
+            entry["distinct_sources"] = len(set(dataset["source"]))
+        stats[name] = entry
+    return stats
+
+
+def front_matter(benchmark: "Benchmark") -> dict[str, Any]:
+    """The Hugging Face YAML header: pretty_name, license, language, task_categories, sizes, configs, dataset_info."""
+    from benchbuild.benchmark import data_files
+
+    splits = benchmark.splits
+    total = sum(len(d) for d in splits.values())
+    first = next(iter(splits.values()))
+    return {
+        "pretty_name": benchmark.card.pretty_name,
+        "license": benchmark.card.license,
+        "language": list(benchmark.card.languages),
+        "task_categories": list(benchmark.card.task_categories),
+        "size_categories": [size_category(total)],
+        "configs": [{
+            "config_name": "default",
+            "data_files": [{"split": name, "path": path}
+                           for name, path in data_files(benchmark.info.format, splits).items()],
+        }],
+        "dataset_info": {
+            "features": [{"name": name, "dtype": _arrow_dtype(feature)} for name, feature in first.features.items()],
+            "splits": [{"name": name, "num_examples": len(d)} for name, d in splits.items()],
+        },
+    }
+
+
+def _environment() -> jinja2.Environment:
+    if not TEMPLATES.is_dir():
+        raise FileNotFoundError(f"data card templates not found at {TEMPLATES}: install benchbuild from its source tree")
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+
+
+def render_card(benchmark: "Benchmark") -> str:
+    """The full README.md of a benchmark: YAML front matter, then the family template's sections."""
+    header = yaml.safe_dump(front_matter(benchmark), sort_keys=False, allow_unicode=True, width=1000)
+    template = _environment().get_template(f"{benchmark.info.family}.md.j2")
+    body = template.render(info=benchmark.info, card=benchmark.card, stats=split_statistics(benchmark))
+    return f"---\n{header}---\n\n{body.strip()}\n"

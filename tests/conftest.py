@@ -1,0 +1,37 @@
+"""Shared fixtures: the `../shared` data folder (skip when absent, fail when BENCHBUILD_REQUIRE_SHARED=1)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def shared_root() -> Path:
+    """`$BENCHBUILD_SHARED` if set, else `../shared` beside the checkout."""
+    return Path(os.environ.get("BENCHBUILD_SHARED", ROOT.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """`<shared>/data`; tests using it skip where it is absent unless BENCHBUILD_REQUIRE_SHARED=1 makes that a failure."""
+    data = shared_root() / "data"
+    if not data.is_dir():
+        reason = f"shared data folder {data} is absent (set BENCHBUILD_SHARED or put ../shared beside the checkout)"
+        if os.environ.get("BENCHBUILD_REQUIRE_SHARED") == "1":
+            pytest.fail(reason + " and BENCHBUILD_REQUIRE_SHARED=1")
+        pytest.skip(reason)
+    return data
+
+
+def pytest_collection_modifyitems(config, items):
+    import torch
+
+    if not torch.cuda.is_available():
+        skip_gpu = pytest.mark.skip(reason="needs CUDA; none on this machine")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip_gpu)
