@@ -20,6 +20,24 @@ def check_writable(out: Path, overwrite: bool) -> None:
         raise OutputExistsError(f"{out} already exists: pass --overwrite to replace it")
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_abandoned(out: Path) -> None:
+    """Delete temporary folders left beside `out` by a build that was killed (its process no longer exists)."""
+    for leftover in out.parent.glob(f".{out.name}.partial-*"):
+        pid = leftover.name.rsplit(".partial-", 1)[1].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
 @contextmanager
 def atomic_directory(out: str | Path, overwrite: bool = False) -> Iterator[Path]:
     """Yield a fresh temporary folder beside `out`; on success it becomes `out`, on failure it is removed.
@@ -30,7 +48,8 @@ def atomic_directory(out: str | Path, overwrite: bool = False) -> Iterator[Path]
     out = Path(out)
     check_writable(out, overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tag = uuid.uuid4().hex[:8]
+    remove_abandoned(out)
+    tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp = out.parent / f".{out.name}.partial-{tag}"
     tmp.mkdir()
     try:

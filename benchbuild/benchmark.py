@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from benchbuild import __version__
 from benchbuild.atomic import atomic_directory
-from benchbuild.fingerprint import input_fingerprint, rows_fingerprint
+from benchbuild.fingerprint import input_fingerprint, table_fingerprint
 
 Format = Literal["arrow", "parquet", "jsonl"]
 FORMATS: tuple[str, ...] = ("arrow", "parquet", "jsonl")
@@ -103,7 +103,7 @@ def as_dataset(data: SplitData, features: datasets.Features | None = None) -> da
 def split_fingerprint(dataset: datasets.Dataset) -> str:
     """Fingerprint of a split's rows in order, computed batch by batch so large splits need little memory."""
     table = dataset.data.table if dataset._indices is None else dataset.flatten_indices().data.table
-    return rows_fingerprint(row for batch in table.to_batches(8192) for row in batch.to_pylist())
+    return table_fingerprint(table)
 
 
 @dataclass
@@ -146,7 +146,9 @@ class Benchmark:
 
 def _write_splits(splits: Mapping[str, datasets.Dataset], folder: Path, format: str) -> None:
     if format == "arrow":
-        datasets.DatasetDict(splits).save_to_disk(str(folder))
+        # datasets writes no shard for an empty split (num_shards = min(rows, …)), which load_from_disk then rejects.
+        empty = {name: 1 for name, dataset in splits.items() if len(dataset) == 0}
+        datasets.DatasetDict(splits).save_to_disk(str(folder), num_shards=empty or None)
         return
     data = folder / "data"
     data.mkdir()

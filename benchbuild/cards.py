@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from statistics import mean
 from typing import TYPE_CHECKING, Any
 
 import jinja2
+import pyarrow.compute as pc
 import yaml
 
 if TYPE_CHECKING:
@@ -33,14 +33,15 @@ def split_statistics(benchmark: "Benchmark") -> dict[str, dict[str, Any]]:
     """Per split: rows, distinct sources, mean/max source and target length in whitespace tokens."""
     stats = {}
     for name, dataset in benchmark.splits.items():
-        entry: dict[str, Any] = {"rows": len(dataset)}
+        table = dataset.data.table
+        entry: dict[str, Any] = {"rows": table.num_rows}
         for column in ("source", "target"):
-            if column in dataset.column_names and len(dataset):
-                lengths = [len(text.split()) for text in dataset[column]]
-                entry[f"{column}_tokens_mean"] = round(mean(lengths), 2)
-                entry[f"{column}_tokens_max"] = max(lengths)
-        if "source" in dataset.column_names:
-            entry["distinct_sources"] = len(set(dataset["source"]))
+            if column in table.column_names and table.num_rows:
+                lengths = pc.list_value_length(pc.utf8_split_whitespace(table.column(column)))
+                entry[f"{column}_tokens_mean"] = round(pc.mean(lengths).as_py(), 2)
+                entry[f"{column}_tokens_max"] = pc.max(lengths).as_py()
+        if "source" in table.column_names:
+            entry["distinct_sources"] = pc.count_distinct(table.column("source")).as_py()
         stats[name] = entry
     return stats
 

@@ -65,28 +65,38 @@ def build_scan_command(
 
 @app.command("run")
 def run_command(
-    recipe: Annotated[Path, typer.Argument(help="A pipeline TOML: [[steps]] with a command and its options.")],
+    recipe: Annotated[Path, typer.Argument(help="A pipeline TOML: [[steps]] tables, each a command and its options.")],
 ) -> None:
-    """Run a pipeline recipe: each step is a benchbuild command with its options."""
+    """Run a pipeline recipe: each step is a benchbuild command with its options (checked before anything runs)."""
+    _run_recipe(recipe, stack=())
+
+
+def _run_recipe(recipe: Path, stack: tuple[Path, ...]) -> None:
     from benchbuild.recipe import load_recipe
 
+    if recipe.resolve() in stack:
+        raise BenchbuildError(f"{recipe} runs itself (recipes: {' -> '.join(map(str, stack))})")
     loaded = load_recipe(recipe)
     group = typer.main.get_command(app)
-    commands = {name: group.get_command(click.Context(group), name) for name in group.list_commands(click.Context(group))}
+    context = click.Context(group)
+    commands = {name: group.get_command(context, name) for name in group.list_commands(context)}
     planned = []
     for number, step in enumerate(loaded.steps, start=1):
-        if step.command == "run" or step.command not in commands:
-            valid = ", ".join(sorted(c for c in commands if c != "run"))
-            raise BenchbuildError(f"{recipe}: step {number} names unknown command {step.command!r} (valid: {valid})")
+        if step.command not in commands:
+            raise BenchbuildError(f"{recipe}: step {number} names unknown command {step.command!r} "
+                                  f"(valid: {', '.join(sorted(commands))})")
         command = commands[step.command]
-        known = {p.name for p in command.params}
+        known = _option_dests(command) | {p.name for p in command.params}
         for key in step.options:
-            if key.replace("-", "_") not in known and key.replace("-", "_") not in _option_dests(command):
+            if key.replace("-", "_") not in known:
                 raise BenchbuildError(f"{recipe}: step {number} ({step.command}) has unknown option {key!r}")
         planned.append((step, command))
     for number, (step, command) in enumerate(planned, start=1):
-        console.print(f"[bold]step {number}/{len(planned)}[/bold]: benchbuild {' '.join(step.argv())}")
-        command.main(step.argv()[1:], prog_name=f"benchbuild {step.command}", standalone_mode=False)
+        console.print(f"[bold]{recipe} step {number}/{len(planned)}[/bold]: benchbuild {' '.join(step.argv())}")
+        if step.command == "run":
+            _run_recipe(Path(step.options["recipe"]), stack=(*stack, recipe.resolve()))
+        else:
+            command.main(step.argv()[1:], prog_name=f"benchbuild {step.command}", standalone_mode=False)
 
 
 def _option_dests(command: click.Command) -> set[str]:

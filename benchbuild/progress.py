@@ -1,0 +1,27 @@
+"""Progress bars for long work (rich), one helper so every command shows them the same way."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+
+@contextmanager
+def progress_bar(description: str, total: float | None, enabled: bool = True) -> Iterator[Callable[..., None]]:
+    """Yield `advance(label="", amount=1)`; draws a bar on stderr when enabled and stderr is a terminal."""
+    if not enabled:
+        yield lambda label="", amount=1: None
+        return
+    columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn(), TextColumn("{task.fields[label]}")]
+    from rich.console import Console
+
+    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+        task = bar.add_task(description, total=total, label="")
+
+        def advance(label: str = "", amount: float = 1) -> None:
+            bar.update(task, advance=amount, label=label)
+
+        yield advance

@@ -1,0 +1,136 @@
+"""The `benchbuild` entry point as a user runs it: build-scan, errors, recipes, interrupted builds."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import pytest
+
+from benchbuild.benchmark import read_build_info
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def benchbuild(*args, check=False, **kwargs):
+    result = subprocess.run([sys.executable, "-m", "benchbuild", *map(str, args)], capture_output=True, text=True,
+                            cwd=kwargs.pop("cwd", ROOT), **kwargs)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_version_and_help():
+    assert benchbuild("--version", check=True).stdout.startswith("benchbuild ")
+    help_text = benchbuild("--help", check=True).stdout
+    assert "build-scan" in help_text and "run" in help_text
+
+
+def test_build_scan_writes_loadable_folders_with_cards(tmp_path):
+    benchbuild("build-scan", "--out", tmp_path, "--split", "addprim_jump", "--split", "length_cutoff_26", check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["addprim_jump", "length_cutoff_26"]
+    cutoff = datasets.load_from_disk(str(tmp_path / "length_cutoff_26"))
+    assert {name: len(split) for name, split in cutoff.items()} == {"train": 16_458, "validation": 1_828, "test": 2_624}
+    card = (tmp_path / "addprim_jump" / "README.md").read_text()
+    assert card.startswith("---\n") and "repeated 1,467 times" in card and "| test | 7,706 |" in card
+
+
+def test_parquet_and_jsonl_formats(tmp_path):
+    benchbuild("build-scan", "--out", tmp_path / "p", "--split", "simple", "--format", "parquet", check=True)
+    benchbuild("build-scan", "--out", tmp_path / "j", "--split", "simple", "--format", "jsonl", check=True)
+    parquet = datasets.load_dataset("parquet", data_dir=str(tmp_path / "p" / "simple" / "data"))
+    lines = (tmp_path / "j" / "simple" / "data" / "test.jsonl").read_text().splitlines()
+    assert len(parquet["train"]) == 16_728 and len(lines) == 4_182
+    assert json.loads(lines[0]).keys() == {"id", "source", "target"}
+
+
+def test_same_seed_same_fingerprints_other_seed_other_simple(tmp_path):
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        benchbuild("build-scan", "--out", tmp_path / name, "--split", "simple", "--split", "length", "--seed", seed, check=True)
+    prints = {name: {s: read_build_info(tmp_path / name / s).splits for s in ("simple", "length")} for name in "abc"}
+    assert prints["a"] == prints["b"]
+    assert prints["a"]["simple"] != prints["c"]["simple"]
+    assert prints["a"]["length"] == prints["c"]["length"], "a deterministic rule does not depend on the seed"
+
+
+def test_unknown_split_is_one_line_listing_valid_names(tmp_path):
+    result = benchbuild("build-scan", "--out", tmp_path / "x", "--split", "simpel")
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'simpel'" in lines[0] and "addprim_jump" in lines[0]
+    assert not (tmp_path / "x").exists()
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    result = benchbuild("--debug", "build-scan", "--out", tmp_path / "x", "--split", "simpel")
+    assert result.returncode != 0 and "Traceback" in result.stderr
+
+
+def test_existing_output_needs_overwrite(tmp_path):
+    benchbuild("build-scan", "--out", tmp_path, "--split", "length", check=True)
+    refused = benchbuild("build-scan", "--out", tmp_path, "--split", "length")
+    assert refused.returncode != 0 and "--overwrite" in refused.stderr
+    benchbuild("build-scan", "--out", tmp_path, "--split", "length", "--overwrite", check=True)
+
+
+def test_official_folder_without_the_file_names_it(tmp_path):
+    result = benchbuild("build-scan", "--out", tmp_path / "x", "--split", "simple", "--official", tmp_path)
+    assert result.returncode != 0
+    assert "simple_split/tasks_train_simple.txt" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.shared
+def test_official_simple_reproduces_the_canonical_files(tmp_path, shared_data):
+    benchbuild("build-scan", "--out", tmp_path, "--split", "simple", "--official", shared_data / "scan", check=True)
+    loaded = datasets.load_from_disk(str(tmp_path / "simple"))
+    canonical = (shared_data / "scan" / "simple_split" / "tasks_test_simple.txt").read_text().splitlines()
+    assert [f"IN: {r['source']} OUT: {r['target']}" for r in loaded["test"]] == canonical
+    info = read_build_info(tmp_path / "simple")
+    assert info.seed is None and set(info.inputs) == {"simple_split/tasks_train_simple.txt", "simple_split/tasks_test_simple.txt"}
+
+
+def test_a_killed_build_leaves_only_complete_folders_and_a_rerun_succeeds(tmp_path):
+    names = [f"fewshot_num{n}_rep{r}" for n in (1, 2, 4, 8) for r in (1, 2, 3, 4, 5)]
+    args = [sys.executable, "-m", "benchbuild", "build-scan", "--out", str(tmp_path)]
+    for name in names:
+        args += ["--split", name]
+    process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(p.name.startswith("fewshot") for p in tmp_path.iterdir()):
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    visible = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    assert 0 < len(visible) < len(names)
+    for folder in visible:
+        assert (folder / "build.json").is_file() and (folder / "README.md").is_file()
+        datasets.load_from_disk(str(folder))
+    benchbuild(*args[3:], "--overwrite", check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names), "the rerun also cleans up abandoned temporaries"
+
+
+def test_recipe_runs_its_steps(tmp_path):
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(f'[[steps]]\ncommand = "build-scan"\n[steps.options]\nout = "{tmp_path / "o"}"\n'
+                      f'split = ["length", "template_right"]\nseed = 3\n')
+    benchbuild("run", recipe, check=True)
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["length", "template_right"]
+
+
+@pytest.mark.parametrize("text, named", [
+    ('[[steps]]\ncommand = "build-scan"\n[steps.options]\nout = "x"\nsplits = ["length"]\n', "'splits'"),
+    ('[[steps]]\ncommand = "build-scan"\nfrobnicate = 1\n', "'frobnicate'"),
+    ('titel = "x"\n[[steps]]\ncommand = "build-scan"\n', "'titel'"),
+    ('[[steps]]\ncommand = "build-scna"\n', "'build-scna'"),
+])
+def test_recipe_with_an_unknown_key_names_it_and_runs_nothing(tmp_path, text, named):
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(text)
+    result = benchbuild("run", recipe, cwd=tmp_path)
+    assert result.returncode != 0 and named in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
