@@ -37,9 +37,14 @@ def split_statistics(benchmark: "Benchmark") -> dict[str, dict[str, Any]]:
         entry: dict[str, Any] = {"rows": table.num_rows}
         for column in ("source", "target"):
             if column in table.column_names and table.num_rows:
-                lengths = pc.list_value_length(pc.utf8_split_whitespace(table.column(column)))
-                entry[f"{column}_tokens_mean"] = round(pc.mean(lengths).as_py(), 2)
-                entry[f"{column}_tokens_max"] = pc.max(lengths).as_py()
+                total, longest = 0, 0
+                for chunk in table.column(column).chunks:
+                    for start in range(0, len(chunk), 65536):
+                        lengths = pc.list_value_length(pc.utf8_split_whitespace(chunk.slice(start, 65536)))
+                        total += pc.sum(lengths).as_py() or 0
+                        longest = max(longest, pc.max(lengths).as_py() or 0)
+                entry[f"{column}_tokens_mean"] = round(total / table.num_rows, 2)
+                entry[f"{column}_tokens_max"] = longest
         if "source" in table.column_names:
             entry["distinct_sources"] = pc.count_distinct(table.column("source")).as_py()
         stats[name] = entry

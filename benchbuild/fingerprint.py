@@ -57,17 +57,20 @@ def table_fingerprint(table: "pyarrow.Table") -> str:
     digest = hashlib.sha256(json.dumps(names).encode() + b"\n")
     if table.num_rows == 0 or not names:
         return digest.hexdigest()
-    columns = []
-    for name in names:
-        column = table.column(name)
-        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-            column = pc.cast(column, pa.string()) if not pa.types.is_nested(column.type) else \
-                pa.chunked_array([pa.array([json.dumps(v, sort_keys=True) for v in column.to_pylist()], pa.string())])
-        columns.append(pc.fill_null(column, "\x00"))
-    step = 65536
-    for start in range(0, table.num_rows, step):
-        parts = [c.slice(start, step) for c in columns]
+    table = table.select(names)
+    for batch in table.to_batches(max_chunksize=65536):
+        parts = [pc.fill_null(_as_text(column), "\x00") for column in batch.columns]
         lines = pc.binary_join_element_wise(*parts, "\x1f") if len(parts) > 1 else parts[0]
-        for chunk in lines.chunks if hasattr(lines, "chunks") else [lines]:
-            digest.update(("\n".join(chunk.to_pylist()) + "\n").encode())
+        digest.update(("\n".join(lines.to_pylist()) + "\n").encode())
     return digest.hexdigest()
+
+
+def _as_text(column: "pyarrow.Array") -> "pyarrow.Array":
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return column
+    if pa.types.is_nested(column.type):
+        return pa.array([None if v is None else json.dumps(v, sort_keys=True) for v in column.to_pylist()], pa.string())
+    return pc.cast(column, pa.string())
