@@ -1,0 +1,113 @@
+"""What every zoo model shares with `transformers`: the config defaults, generation hooks, label shifting, token loss."""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+import torch.nn.functional as F
+from transformers import GenerationMixin, PretrainedConfig, PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
+
+from benchbuild.errors import BenchbuildError
+
+
+class ZooConfig(PretrainedConfig):
+    """A seq2seq config over one shared source/target vocabulary, decoding without a key/value cache."""
+
+    kind = ""
+
+    def __init__(self, vocab_size: int = 32, pad_token_id: int = 0, bos_token_id: int = 1, eos_token_id: int = 2,
+                 decoder_start_token_id: int | None = None, **kwargs):
+        self.vocab_size = vocab_size
+        kwargs.setdefault("is_encoder_decoder", True)
+        kwargs.pop("use_cache", None)
+        super().__init__(pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id,
+                         decoder_start_token_id=bos_token_id if decoder_start_token_id is None else decoder_start_token_id,
+                         **kwargs)
+        self.use_cache = False  # decoding recomputes the prefix; no key/value cache is implemented
+
+    @classmethod
+    def architecture_keys(cls) -> set[str]:
+        """The keyword arguments a catalogue entry's `[architecture]` table may set for this kind."""
+        keys = set()
+        for klass in cls.__mro__:
+            if klass is ZooConfig:
+                break
+            if "__init__" in klass.__dict__:
+                keys |= {name for name, p in inspect.signature(klass.__init__).parameters.items()
+                         if name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD}
+        return keys - {"vocab_size", "pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"}
+
+
+def check_choice(kind: str, name: str, value, choices) -> None:
+    """Raise a `BenchbuildError` naming the switch when `value` is not one of `choices`."""
+    if value not in choices:
+        raise BenchbuildError(f"{kind}: {name} = {value!r} is not one of {', '.join(map(repr, choices))}")
+
+
+class EncoderView:
+    """The encoder half of a zoo model, as `generate()` calls it (not a module: it owns no weights)."""
+
+    def __init__(self, model: "ZooSeq2SeqModel"):
+        self.model = model
+
+    def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
+                output_attentions: bool | None = None, output_hidden_states: bool | None = None,
+                return_dict: bool | None = None, **kwargs) -> BaseModelOutput:
+        if attention_mask is None:
+            attention_mask = input_ids.ne(self.model.config.pad_token_id).long()
+        return self.model.encode(input_ids, attention_mask)
+
+    __call__ = forward
+
+
+class ZooSeq2SeqModel(PreTrainedModel, GenerationMixin):
+    """Base of the zoo's models: `encode()` + `forward()` in subclasses; generation and loss here."""
+
+    main_input_name = "input_ids"
+    base_model_prefix = "zoo"
+    supports_gradient_checkpointing = False
+
+    def get_encoder(self, modality: str | None = None) -> EncoderView:
+        return EncoderView(self)
+
+    def encode(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> BaseModelOutput:
+        raise NotImplementedError
+
+    def prepare_inputs_for_generation(self, input_ids: torch.LongTensor, encoder_outputs=None, attention_mask=None,
+                                      **kwargs) -> dict:
+        return {"decoder_input_ids": input_ids, "encoder_outputs": encoder_outputs, "attention_mask": attention_mask}
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """Shift labels one step right behind the start token; ignored (-100) positions become padding."""
+        shifted = labels.new_full(labels.shape, self.config.pad_token_id)
+        shifted[:, 1:] = labels[:, :-1]
+        shifted[:, 0] = self.config.decoder_start_token_id
+        return shifted.masked_fill(shifted.eq(-100), self.config.pad_token_id)
+
+    def seq2seq_inputs(self, input_ids, attention_mask, decoder_input_ids, labels, encoder_outputs):
+        """(decoder ids, source mask, encoder output) from whatever `forward` was given, per the HF conventions."""
+        if decoder_input_ids is None and labels is not None:
+            decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        if attention_mask is None and input_ids is not None:
+            attention_mask = input_ids.ne(self.config.pad_token_id).long()
+        if encoder_outputs is None:
+            encoder_outputs = self.encode(input_ids, attention_mask)
+        elif isinstance(encoder_outputs, (tuple, list)):
+            encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs[0])
+        if attention_mask is None:
+            attention_mask = torch.ones(encoder_outputs.last_hidden_state.shape[:2], dtype=torch.long,
+                                        device=encoder_outputs.last_hidden_state.device)
+        return decoder_input_ids, attention_mask, encoder_outputs
+
+    def seq2seq_output(self, logits: torch.Tensor, labels: torch.LongTensor | None, encoder_outputs) -> Seq2SeqLMOutput:
+        return Seq2SeqLMOutput(loss=self.token_loss(logits, labels), logits=logits,
+                               encoder_last_hidden_state=encoder_outputs.last_hidden_state)
+
+    @staticmethod
+    def token_loss(logits: torch.Tensor, labels: torch.LongTensor | None) -> torch.Tensor | None:
+        """Mean cross-entropy over the label positions that are not -100 (label smoothing is the trainer's)."""
+        if labels is None:
+            return None
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), labels.reshape(-1), ignore_index=-100)

@@ -1,0 +1,360 @@
+"""One encoder-decoder Transformer whose paper variants are switches (000, 003, 004), not copies.
+
+Switches (all in `TransformerConfig`):
+
+- `position`: "absolute" (sinusoidal, added to the embeddings), "relative" (Transformer-XL attention of 003 App. C:
+  symmetric distances in the encoder, causal ones in the decoder; plain attention between encoder and decoder; no
+  absolute positions), "t5_bias" (absolute positions plus a learned per-head bias over the signed distance capped
+  at ±span in every self-attention, 000 §3), "fixed_span" (absolute positions plus self-attention masked beyond
+  distance span, 000 §3), "none" (no position information at all). 000 built T5 and fixed-span attention as
+  additive masks on a fairseq Transformer with sinusoidal positions, hence absolute positions stay on for them.
+- `embedding_scale`: "teu" (Glorot-initialised embeddings times √d plus positions), "none" (N(0, 1) embeddings
+  plus positions), "ped" (N(0, 1/√d) embeddings plus positions / √d) — 003 App. D.
+- `universal`: one encoder layer and one decoder layer, applied `encoder_layers` / `decoder_layers` times (003 §2.2);
+  positions enter only before the first layer, as in every variant here.
+- `encoder_self_attention_gate` / `decoder_self_attention_gate`: β₀ of the self-attention gate σ(β) (000 Alg. 1);
+  None leaves the layer ungated.
+- `mixer`: "attention" or "conv" (a 1-D convolution of kernel 2·span+1 in place of self-attention, causal in the
+  decoder; 000 §3).
+- `fuse_attention`: FUSION's fuse-attention (004 §2.2) between the attention and feed-forward sub-layers of every
+  layer: position i of layer l attends over that position's outputs of the l layers below (embedding included).
+- `pre_norm`: layer norm before each sub-layer (fairseq's `normalize_before`) instead of after it.
+
+Dropout: `dropout` on embeddings and sub-layer outputs, `attention_dropout` on attention weights,
+`activation_dropout` (default: `dropout`) inside the feed-forward block.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import initialization as init
+from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
+
+from benchbuild.errors import BenchbuildError
+from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel, check_choice
+
+POSITIONS = ("absolute", "relative", "t5_bias", "fixed_span", "none")
+EMBEDDING_SCALES = ("teu", "none", "ped")
+MIXERS = ("attention", "conv")
+ABSOLUTE_POSITIONS = ("absolute", "t5_bias", "fixed_span")
+
+
+class TransformerConfig(ZooConfig):
+    """Sizes and switches of the zoo's Transformer; defaults are 003's SCAN model (Table 4)."""
+
+    model_type = "benchbuild_transformer"
+    kind = "transformer"
+
+    def __init__(self, d_model: int = 128, num_heads: int = 8, d_ff: int = 256, encoder_layers: int = 3,
+                 decoder_layers: int = 3, dropout: float = 0.1, attention_dropout: float = 0.1,
+                 activation_dropout: float | None = None,
+                 position: str = "absolute", embedding_scale: str = "teu", universal: bool = False,
+                 encoder_self_attention_gate: float | None = None, decoder_self_attention_gate: float | None = None,
+                 mixer: str = "attention", span: int = 4, fuse_attention: bool = False, pre_norm: bool = False,
+                 **kwargs):
+        check_choice("transformer", "position", position, POSITIONS)
+        check_choice("transformer", "embedding_scale", embedding_scale, EMBEDDING_SCALES)
+        check_choice("transformer", "mixer", mixer, MIXERS)
+        if mixer == "conv" and position in ("relative", "t5_bias", "fixed_span"):
+            raise BenchbuildError(f"transformer: position = {position!r} acts on self-attention, which mixer = 'conv' "
+                                  "replaces; use position = 'absolute' or 'none' with the convolution")
+        if d_model % num_heads:
+            raise BenchbuildError(f"transformer: d_model = {d_model} is not divisible by num_heads = {num_heads}")
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_ff = d_ff
+        self.encoder_layers = encoder_layers
+        self.decoder_layers = decoder_layers
+        self.num_hidden_layers = decoder_layers
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.activation_dropout = dropout if activation_dropout is None else activation_dropout
+        self.position = position
+        self.embedding_scale = embedding_scale
+        self.universal = universal
+        self.encoder_self_attention_gate = encoder_self_attention_gate
+        self.decoder_self_attention_gate = decoder_self_attention_gate
+        self.mixer = mixer
+        self.span = span
+        self.fuse_attention = fuse_attention
+        self.pre_norm = pre_norm
+        super().__init__(**kwargs)
+
+
+def sinusoid(positions: torch.Tensor, d_model: int) -> torch.Tensor:
+    """P[i, 2k] = sin(i / 10000^(2k/d)), P[i, 2k+1] = cos(i / 10000^(2k/d)) for (possibly negative) positions i."""
+    rates = torch.exp(torch.arange(0, d_model, 2, device=positions.device, dtype=torch.float32)
+                      * (-math.log(10000.0) / d_model))
+    angles = positions.float()[:, None] * rates[None, :]
+    table = torch.zeros(positions.numel(), d_model, device=positions.device)
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = torch.cos(angles[:, : d_model // 2])
+    return table
+
+
+class TokenEmbedding(nn.Module):
+    """Word embeddings (shared by encoder, decoder and output layer) combined with positions per 003 App. D."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.scale = config.embedding_scale
+        self.d_model = config.d_model
+        self.absolute = config.position in ABSOLUTE_POSITIONS
+        self.weight = nn.Parameter(torch.empty(config.vocab_size, config.d_model))
+
+    def reset_parameters(self) -> None:
+        if self.scale == "teu":
+            init.xavier_uniform_(self.weight)
+        elif self.scale == "none":
+            init.normal_(self.weight, mean=0.0, std=1.0)
+        else:
+            init.normal_(self.weight, mean=0.0, std=1.0 / math.sqrt(self.d_model))
+
+    def forward(self, ids: torch.LongTensor) -> torch.Tensor:
+        words = F.embedding(ids, self.weight)
+        if self.scale == "teu":
+            words = words * math.sqrt(self.d_model)
+        if not self.absolute:
+            return words
+        positions = sinusoid(torch.arange(ids.size(1), device=ids.device), self.d_model).to(words.dtype)
+        if self.scale == "ped":
+            positions = positions / math.sqrt(self.d_model)
+        return words + positions
+
+
+class Attention(nn.Module):
+    """Multi-head attention; in self-attention `position` adds its distance-dependent term to the logits."""
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float, position: str = "none", span: int = 0,
+                 causal: bool = False):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, d_model // num_heads
+        self.dropout, self.position, self.span, self.causal = dropout, position, span, causal
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+        if position == "t5_bias":
+            self.relative_bias = nn.Parameter(torch.zeros(num_heads, 2 * span + 1))
+        if position == "relative":
+            self.position_key = nn.Linear(d_model, d_model, bias=False)
+            self.content_bias = nn.Parameter(torch.zeros(num_heads, self.head_dim))
+            self.position_bias = nn.Parameter(torch.zeros(num_heads, self.head_dim))
+
+    def reset_parameters(self) -> None:
+        if self.position == "t5_bias":
+            init.zeros_(self.relative_bias)
+        if self.position == "relative":
+            init.zeros_(self.content_bias)
+            init.zeros_(self.position_bias)
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        return x.view(x.size(0), x.size(1), self.num_heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, x: torch.Tensor, keys_from: torch.Tensor | None = None, values_from: torch.Tensor | None = None,
+                key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """`x` (B, Lq, d) attends over `keys_from`/`values_from` (default: `x`); `key_mask` (B, Lk) marks real keys."""
+        if keys_from is None and values_from is None:  # self-attention: one fused projection, as in nn.MultiheadAttention
+            weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
+            projection_bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
+            q, k, v = (self._heads(part) for part in F.linear(x, weight, projection_bias).chunk(3, dim=-1))
+        else:
+            keys_from = x if keys_from is None else keys_from
+            values_from = keys_from if values_from is None else values_from
+            q, k, v = (self._heads(self.query(x)), self._heads(self.key(keys_from)),
+                       self._heads(self.value(values_from)))
+        length_q, length_k = q.size(2), k.size(2)
+        dropout = self.dropout if self.training else 0.0
+        if self.causal and key_mask is None and self.position in ("absolute", "none"):
+            attended = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
+            return self.out(attended.transpose(1, 2).reshape(x.size(0), length_q, -1))
+        allowed = None if key_mask is None else key_mask[:, None, None, :].bool()
+        bias = None
+        if self.causal or self.position in ("fixed_span", "t5_bias", "relative"):
+            distance = (torch.arange(length_q, device=x.device)[:, None]
+                        - torch.arange(length_k, device=x.device)[None, :])
+            if self.causal:
+                allowed = distance.ge(0) if allowed is None else allowed & distance.ge(0)
+            if self.position == "fixed_span":
+                near = distance.abs().le(self.span)
+                allowed = near if allowed is None else allowed & near
+            if self.position == "t5_bias":
+                capped = distance.clamp(-self.span, self.span) + self.span
+                bias = self.relative_bias[:, capped].unsqueeze(0).to(q.dtype)
+            if self.position == "relative":
+                bias = self._relative_term(q, distance, length_k)
+                q = q + self.content_bias[None, :, None, :].to(q.dtype)
+        if bias is not None:
+            mask = bias if allowed is None else bias.masked_fill(~allowed, float("-inf"))
+        else:
+            mask = allowed
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+        return self.out(attended.transpose(1, 2).reshape(x.size(0), length_q, -1))
+
+    def _relative_term(self, q: torch.Tensor, distance: torch.Tensor, length_k: int) -> torch.Tensor:
+        """Terms (b) + (d) of 003 App. C, (q + v)·W_kP P_{i-j}, pre-scaled because SDPA adds the mask after scaling."""
+        offsets = torch.arange(-(length_k - 1), q.size(2), device=q.device)
+        table = self._heads(self.position_key(sinusoid(offsets, q.size(1) * self.head_dim).to(q.dtype))[None])[0]
+        scores = torch.einsum("bhqd,hrd->bhqr", q + self.position_bias[None, :, None, :].to(q.dtype), table)
+        index = (distance + length_k - 1).expand(q.size(0), self.num_heads, -1, -1)
+        return scores.gather(-1, index) / math.sqrt(self.head_dim)
+
+
+class Convolution(nn.Module):
+    """1-D convolution over positions with kernel 2·span+1 (000 §3), causal in the decoder; padding reads as zeros."""
+
+    def __init__(self, d_model: int, span: int, causal: bool):
+        super().__init__()
+        self.span, self.causal = span, causal
+        self.conv = nn.Conv1d(d_model, d_model, kernel_size=2 * span + 1)
+
+    def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        if key_mask is not None:
+            x = x.masked_fill(~key_mask.bool()[:, :, None], 0.0)
+        padding = (2 * self.span, 0) if self.causal else (self.span, self.span)
+        return self.conv(F.pad(x.transpose(1, 2), padding)).transpose(1, 2)
+
+
+class SelfAttentionGate(nn.Module):
+    """σ(β) times the self-attention output, β a learned scalar initialised at β₀ (000 Alg. 1, line 4)."""
+
+    def __init__(self, beta0: float):
+        super().__init__()
+        self.beta0 = float(beta0)
+        self.beta = nn.Parameter(torch.tensor(self.beta0))
+
+    def reset_parameters(self) -> None:
+        init.constant_(self.beta, self.beta0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(self.beta).to(x.dtype)
+
+
+class FeedForward(nn.Sequential):
+    def __init__(self, d_model: int, d_ff: int, dropout: float):
+        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+
+
+class Layer(nn.Module):
+    """An encoder layer (`cross=False`) or a decoder layer (`cross=True`, causal mixer) with the configured switches."""
+
+    def __init__(self, config: TransformerConfig, decoder: bool):
+        super().__init__()
+        d, heads = config.d_model, config.num_heads
+        self.pre_norm = config.pre_norm
+        self.decoder = decoder
+        if config.mixer == "conv":
+            self.mixer = Convolution(d, config.span, causal=decoder)
+        else:
+            self.mixer = Attention(d, heads, config.attention_dropout, config.position, config.span, causal=decoder)
+        beta0 = config.decoder_self_attention_gate if decoder else config.encoder_self_attention_gate
+        self.gate = SelfAttentionGate(beta0) if beta0 is not None else None
+        self.mixer_norm = nn.LayerNorm(d)
+        if decoder:
+            self.cross_attention = Attention(d, heads, config.attention_dropout)
+            self.cross_norm = nn.LayerNorm(d)
+        if config.fuse_attention:
+            self.fuse_attention = Attention(d, heads, config.attention_dropout)
+            self.fuse_norm = nn.LayerNorm(d)
+        self.feed_forward = FeedForward(d, config.d_ff, config.activation_dropout)
+        self.feed_forward_norm = nn.LayerNorm(d)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def _sublayer(self, x: torch.Tensor, norm: nn.LayerNorm, compute) -> torch.Tensor:
+        if self.pre_norm:
+            return x + self.dropout(compute(norm(x)))
+        return norm(x + self.dropout(compute(x)))
+
+    def _mix(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        mixed = self.mixer(x, key_mask=mask)
+        return self.gate(mixed) if self.gate is not None else mixed
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, below: list[torch.Tensor],
+                memory_keys: torch.Tensor | None = None, memory_values: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = self._sublayer(x, self.mixer_norm, lambda h: self._mix(h, None if self.decoder else mask))
+        if self.decoder:
+            x = self._sublayer(x, self.cross_norm, lambda h: self.cross_attention(
+                h, keys_from=memory_keys, values_from=memory_values, key_mask=memory_mask))
+        if hasattr(self, "fuse_attention"):
+            x = self._sublayer(x, self.fuse_norm, lambda h: self._fuse(h, below))
+        return self._sublayer(x, self.feed_forward_norm, self.feed_forward)
+
+    def _fuse(self, x: torch.Tensor, below: list[torch.Tensor]) -> torch.Tensor:
+        """Each position attends over its own representations in the layers below (004 Eq. 9-10)."""
+        batch, length, d = x.shape
+        stacked = torch.stack(below, dim=2).reshape(batch * length, len(below), d)
+        return self.fuse_attention(x.reshape(batch * length, 1, d), keys_from=stacked).reshape(batch, length, d)
+
+
+class Stack(nn.Module):
+    """`count` layers (or one layer applied `count` times when universal), with a final norm when pre-norm."""
+
+    def __init__(self, config: TransformerConfig, decoder: bool, count: int | None = None, final_norm: bool = True):
+        super().__init__()
+        self.count = count if count is not None else config.decoder_layers if decoder else config.encoder_layers
+        self.universal = config.universal
+        self.layers = nn.ModuleList(Layer(config, decoder) for _ in range(1 if config.universal else self.count))
+        self.final_norm = nn.LayerNorm(config.d_model) if config.pre_norm and final_norm else None
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, **memory) -> torch.Tensor:
+        outputs = [x]
+        for index in range(self.count):
+            layer = self.layers[0 if self.universal else index]
+            x = layer(x, mask, outputs, **memory)
+            outputs.append(x)
+        return self.final_norm(x) if self.final_norm is not None else x
+
+
+class TransformerForSeq2Seq(ZooSeq2SeqModel):
+    """The zoo's Transformer: shared embeddings, tied output layer, switches from `TransformerConfig`."""
+
+    config_class = TransformerConfig
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__(config)
+        self.embedding = TokenEmbedding(config)
+        self.embedding_dropout = nn.Dropout(config.dropout)
+        self.encoder_stack = Stack(config, decoder=False)
+        self.decoder_stack = Stack(config, decoder=True)
+        self.post_init()
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Conv1d)):
+            init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.LayerNorm):
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+        elif hasattr(module, "reset_parameters") and isinstance(module, (TokenEmbedding, Attention,
+                                                                          SelfAttentionGate)):
+            module.reset_parameters()
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.embedding
+
+    def encode(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> BaseModelOutput:
+        hidden = self.encoder_stack(self.embedding_dropout(self.embedding(input_ids)), attention_mask)
+        return BaseModelOutput(last_hidden_state=hidden)
+
+    def decode(self, decoder_input_ids: torch.LongTensor, memory: torch.Tensor, memory_mask: torch.Tensor,
+               memory_values: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, T, vocab) for every prefix of `decoder_input_ids`; keys and values may come from two encodings."""
+        hidden = self.decoder_stack(self.embedding_dropout(self.embedding(decoder_input_ids)), None,
+                                    memory_keys=memory, memory_values=memory_values, memory_mask=memory_mask)
+        return F.linear(hidden, self.embedding.weight)
+
+    def forward(self, input_ids: torch.LongTensor | None = None, attention_mask: torch.Tensor | None = None,
+                decoder_input_ids: torch.LongTensor | None = None, labels: torch.LongTensor | None = None,
+                encoder_outputs=None, decoder_attention_mask=None, return_dict: bool | None = None,
+                **kwargs) -> Seq2SeqLMOutput:
+        decoder_input_ids, attention_mask, encoder_outputs = self.seq2seq_inputs(
+            input_ids, attention_mask, decoder_input_ids, labels, encoder_outputs)
+        logits = self.decode(decoder_input_ids, encoder_outputs.last_hidden_state, attention_mask)
+        return self.seq2seq_output(logits, labels, encoder_outputs)

@@ -1,0 +1,131 @@
+"""The catalogue: every model of issue 3 has a valid entry; entries are validated; models build and register."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoConfig, AutoModelForSeq2SeqLM, BartConfig
+
+from benchbuild.errors import BenchbuildError
+from benchbuild.zoo import build_model, list_entries, load_entry, register
+from benchbuild.zoo.catalogue import OPTIONAL_RECIPE_KEYS, RECIPE_KEYS
+
+ISSUE_MODELS = {"transformer", "transformer_ped", "transformer_noscale", "universal_transformer",
+                "relative_transformer", "relative_universal_transformer", "sag", "sag_conv", "sag_fixed_span",
+                "sag_t5", "fusion", "dangle", "rdangle_shr", "rdangle_sep", "syntactic_attention", "lstm_attention",
+                "hf"}
+IDS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+
+
+def test_catalogue_lists_every_model_of_the_issue_sorted_by_name():
+    names = [entry.name for entry in list_entries()]
+    assert names == sorted(names)
+    assert set(names) == ISSUE_MODELS
+    for entry in list_entries():
+        assert entry.path.stem == entry.name and entry.summary and entry.paper
+
+
+def test_every_entry_has_a_complete_scan_and_mt_recipe():
+    for entry in list_entries():
+        assert set(entry.recipes) == {"scan", "mt"}, entry.name
+        assert set(entry.recipes["scan"]) == RECIPE_KEYS - {"bpe_vocab_size"}, entry.name
+        assert RECIPE_KEYS <= set(entry.recipes["mt"]) <= RECIPE_KEYS | OPTIONAL_RECIPE_KEYS, entry.name
+
+
+def test_paper_entries_carry_the_numbers_their_paper_reports():
+    transformer = load_entry("transformer")
+    jump = [r for r in transformer.reported if r["benchmark"] == "scan/addprim_jump"]
+    assert jump == [{"benchmark": "scan/addprim_jump", "metric": "exact_match", "value": 3.4,
+                     "table": "000 Table 3", "note": jump[0]["note"]}]
+    assert {r["value"] for r in load_entry("sag_t5").reported if r["benchmark"] == "scan/addprim_jump"} == {43.0}
+    for entry in list_entries():
+        if entry.name != "hf":
+            assert entry.reported, entry.name
+
+
+def test_load_entry_reads_a_toml_path(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(load_entry("transformer").path.read_text().replace('name = "transformer"', 'name = "mine"'))
+    assert load_entry(path).name == "mine"
+    assert load_entry(str(path)).architecture["position"] == "absolute"
+
+
+@pytest.mark.parametrize("edit, key", [
+    (("[architecture]", "colour = 1\n[architecture]"), "colour"),
+    (("kind = \"transformer\"", "kind = \"transformer\"\nrotary = true"), "rotary"),
+    (("steps = 50000", "steps = 50000\nepochs = 3"), "epochs"),
+    (("table = \"000 Table 3\"", "table = \"000 Table 3\"\nseeds = 5"), "seeds"),
+])
+def test_unknown_keys_are_an_error_naming_the_key(tmp_path, edit, key):
+    path = tmp_path / "bad.toml"
+    path.write_text(load_entry("transformer").path.read_text().replace(*edit, 1))
+    with pytest.raises(BenchbuildError, match=f"unknown key '{key}'") as error:
+        load_entry(path)
+    assert str(path) in str(error.value)
+
+
+def test_unknown_model_name_lists_the_catalogue():
+    with pytest.raises(BenchbuildError, match="unknown model 'gpt'.*transformer"):
+        load_entry("gpt")
+
+
+def test_unknown_override_is_an_error_naming_it():
+    with pytest.raises(BenchbuildError, match="unknown key 'layers'"):
+        build_model(load_entry("transformer"), vocab_size=10, overrides={"layers": 2}, **IDS)
+
+
+def test_build_model_uses_the_vocabulary_and_start_token():
+    model = build_model(load_entry("transformer"), vocab_size=17, overrides={"d_model": 16, "num_heads": 2},
+                        pad_token_id=3, bos_token_id=4, eos_token_id=5)
+    assert model.config.vocab_size == 17 and model.config.decoder_start_token_id == 4
+    assert model.generation_config.decoder_start_token_id == 4 and model.generation_config.eos_token_id == 5
+    assert model.config.is_encoder_decoder and model.config.use_cache is False
+    assert model.config.num_hidden_layers == 3
+
+
+def test_register_is_idempotent_and_maps_every_zoo_model_type():
+    register()
+    register()
+    for kind in ("transformer", "dangle", "syntactic_attention", "lstm_attention"):
+        assert type(AutoConfig.for_model(f"benchbuild_{kind}")).model_type == f"benchbuild_{kind}"
+
+
+def test_hf_entry_builds_from_a_local_config_folder(tmp_path):
+    BartConfig(vocab_size=50, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+               decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32).save_pretrained(tmp_path / "cfg")
+    entry_path = tmp_path / "local.toml"
+    entry_path.write_text(load_entry("hf").path.read_text().split("[recipe.scan]")[0].split("[architecture]")[0]
+                          + '[architecture]\nkind = "hf"\npath = "cfg"\n')
+    model = build_model(load_entry(entry_path), vocab_size=12, **IDS)
+    assert model.get_input_embeddings().weight.shape[0] == 12 and model.config.d_model == 16
+
+
+def test_hf_entry_loads_a_local_checkpoint_and_resizes_it(tmp_path):
+    torch.manual_seed(0)
+    source = AutoModelForSeq2SeqLM.from_config(BartConfig(
+        vocab_size=50, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32))
+    source.save_pretrained(tmp_path / "ckpt")
+    entry_path = tmp_path / "local.toml"
+    entry_path.write_text('name = "local"\npaper = "-"\nsummary = "x"\n[architecture]\nkind = "hf"\n'
+                          f'path = "{tmp_path / "ckpt"}"\n')
+    model = build_model(load_entry(entry_path), vocab_size=20, **IDS)
+    assert model.get_input_embeddings().weight.shape[0] == 20
+    torch.testing.assert_close(model.get_input_embeddings().weight[:20], source.get_input_embeddings().weight[:20])
+
+
+def test_hf_entry_needs_path_or_model_type(tmp_path):
+    entry_path = tmp_path / "bad.toml"
+    entry_path.write_text('name = "bad"\npaper = "-"\nsummary = "x"\n[architecture]\nkind = "hf"\n')
+    with pytest.raises(BenchbuildError, match="exactly one of 'path' or 'model_type'"):
+        load_entry(entry_path)
+
+
+def test_hf_entry_refuses_a_checkpoint_with_pickled_weights_only(tmp_path):
+    BartConfig(vocab_size=50, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+               decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32).save_pretrained(tmp_path / "old")
+    torch.save({}, tmp_path / "old" / "pytorch_model.bin")
+    entry_path = tmp_path / "old.toml"
+    entry_path.write_text('name = "old"\npaper = "-"\nsummary = "x"\n[architecture]\nkind = "hf"\npath = "old"\n')
+    with pytest.raises(BenchbuildError, match="safetensors checkpoints only"):
+        build_model(load_entry(entry_path), vocab_size=20, **IDS)
