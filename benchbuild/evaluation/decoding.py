@@ -1,0 +1,104 @@
+"""Decoding: batched `generate()` (greedy or beam search, predictions in input order), and greedy exact match
+computed in one teacher-forced pass (`greedy_matches`, for model selection during training)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+
+@torch.no_grad()
+def generate_predictions(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, sources: Sequence[str], *,
+                         beam: int = 1, batch_size: int = 64, max_new_tokens: int = 128,
+                         device: torch.device | str | None = None, progress: bool = False) -> list[str]:
+    """Decode every source; batches group sources of similar length, so padding stays small. `progress` shows a
+    rich progress bar over sentences on stderr."""
+    if beam < 1:
+        raise ValueError(f"beam must be at least 1; got {beam}")
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    lengths = [len(ids) for ids in tokenizer(list(sources), add_special_tokens=True)["input_ids"]]
+    order = sorted(range(len(sources)), key=lambda index: (lengths[index], index))
+    predictions: list[str] = [""] * len(sources)
+    bar = _SentenceProgress(len(sources)) if progress else None
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        encoded = tokenizer([sources[index] for index in chunk], return_tensors="pt", padding=True).to(device)
+        generated = model.generate(
+            input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], do_sample=False,
+            num_beams=beam, early_stopping=beam > 1,
+            # max_length counts the decoder start token; max_new_tokens would clash with a config's max_length
+            max_length=max_new_tokens + 1,
+            decoder_start_token_id=tokenizer.bos_token_id, bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        )
+        for index, text in zip(chunk, tokenizer.batch_decode(generated, skip_special_tokens=True)):
+            predictions[index] = " ".join(text.split())
+        if bar is not None:
+            bar.advance(len(chunk))
+    if bar is not None:
+        bar.stop()
+    model.train(was_training)
+    return predictions
+
+
+class _SentenceProgress:
+    """A rich progress bar over decoded sentences, on stderr."""
+
+    def __init__(self, total: int):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(TextColumn("decoding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                 console=Console(stderr=True))
+        self.progress.start()
+        self.task = self.progress.add_task("decode", total=total)
+
+    def advance(self, count: int) -> None:
+        self.progress.update(self.task, advance=count)
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+@torch.no_grad()
+def greedy_matches(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, sources: Sequence[str],
+                   targets: Sequence[str], *, batch_size: int = 64,
+                   device: torch.device | str | None = None) -> list[bool]:
+    """Whether greedy decoding would reproduce each target exactly, from one teacher-forced pass per batch.
+
+    Greedy decoding emits the target iff, fed the target's own prefix, the model's argmax is the next target
+    token at every position through `</s>` (each step sees exactly the prefix it would have generated). This
+    needs one forward pass instead of one per output token, which makes model selection by accuracy affordable.
+    A target whose tokens do not decode back to its text (an unknown word) can never be produced, so it never
+    matches — as with `generate()`.
+    """
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    target_ids = tokenizer(list(targets))["input_ids"]
+    producible = [" ".join(tokenizer.decode(ids, skip_special_tokens=True).split()) == " ".join(text.split())
+                  for ids, text in zip(target_ids, targets)]
+    order = sorted(range(len(sources)), key=lambda index: (len(target_ids[index]), index))
+    matches = [False] * len(sources)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        encoded = tokenizer([sources[index] for index in chunk], return_tensors="pt", padding=True).to(device)
+        length = max(len(target_ids[index]) for index in chunk)
+        labels = torch.full((len(chunk), length), -100, dtype=torch.long)
+        decoder_input_ids = torch.full((len(chunk), length), tokenizer.pad_token_id, dtype=torch.long)
+        for row, index in enumerate(chunk):
+            ids = target_ids[index]
+            labels[row, :len(ids)] = torch.tensor(ids)
+            decoder_input_ids[row, :len(ids)] = torch.tensor([tokenizer.bos_token_id, *ids[:-1]])
+        labels, decoder_input_ids = labels.to(device), decoder_input_ids.to(device)
+        logits = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"],
+                       decoder_input_ids=decoder_input_ids).logits
+        correct = ((logits.argmax(-1) == labels) | (labels == -100)).all(dim=-1).tolist()
+        for index, ok in zip(chunk, correct):
+            matches[index] = ok and producible[index]
+    model.train(was_training)
+    return matches

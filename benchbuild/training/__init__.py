@@ -1,0 +1,7 @@
+"""Training: the run's tokenizer, the typed recipe, and the loop that writes a run folder."""
+
+from benchbuild.training.loop import TrainResult, train
+from benchbuild.training.recipe import TrainingRecipe, resolve_recipe
+from benchbuild.training.tokenization import build_tokenizer
+
+__all__ = ["TrainResult", "TrainingRecipe", "build_tokenizer", "resolve_recipe", "train"]

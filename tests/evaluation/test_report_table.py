@@ -1,0 +1,76 @@
+"""`benchbuild report`: mean ± standard error over seeds, the paper's number beside ours, Markdown and CSV."""
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from benchbuild.cli import app
+from benchbuild.errors import BenchbuildError
+from benchbuild.evaluation.report import build_report
+
+ENTRY = """\
+name = "tiny_transformer"
+paper = "000"
+summary = "test entry"
+[architecture]
+kind = "transformer"
+d_model = 32
+num_heads = 4
+[[reported]]
+benchmark = "scan/addprim_jump"
+metric = "exact_match"
+value = 3.0
+table = "000 Table 3"
+"""
+
+
+def evaluated_run(folder, entry, seed, exact_match, bleu, benchmark="scan/addprim_jump"):
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"model": "tiny_transformer", "model_entry": str(entry), "seed": seed}))
+    metrics = {"benchmark": benchmark, "split": "test", "rows": 10, "exact_match": exact_match,
+               "bleu": {"score": bleu, "signature": "nrefs:1|tok:13a"}, "chrf": {"score": 50.0, "signature": "x"}}
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    return folder
+
+
+@pytest.fixture
+def runs(tmp_path):
+    entry = tmp_path / "tiny_transformer.toml"
+    entry.write_text(ENTRY)
+    return [evaluated_run(tmp_path / "seed0", entry, 0, 2.0, 40.0), evaluated_run(tmp_path / "seed1", entry, 1, 6.0, 44.0),
+            evaluated_run(tmp_path / "simple", entry, 0, 99.0, 98.0, benchmark="scan/simple")]
+
+
+def test_two_seeds_give_mean_and_standard_error_beside_the_papers_number(runs):
+    rows = {(r.benchmark, r.metric): r for r in build_report(runs)}
+    jump = rows[("scan/addprim_jump", "exact_match")]
+    assert jump.values == [2.0, 6.0] and jump.seeds == [0, 1]
+    assert jump.mean == 4.0 and jump.standard_error == pytest.approx(2.0)  # sd 2.828 / sqrt(2)
+    assert (jump.paper, jump.paper_source) == (3.0, "000 Table 3")
+    assert rows[("scan/addprim_jump", "bleu")].paper is None
+    single = rows[("scan/simple", "exact_match")]
+    assert single.standard_error is None and single.paper is None
+
+
+def test_report_command_writes_markdown_and_csv(runs, tmp_path):
+    result = CliRunner().invoke(app, ["report", *map(str, runs), "--out", str(tmp_path / "out" / "table")])
+    assert result.exit_code == 0, result.output
+    markdown = (tmp_path / "out" / "table.md").read_text()
+    assert "| tiny_transformer | scan/addprim_jump | test | exact_match | 2 (0, 1) | 4.00 ± 2.00 | 3 | 000 Table 3 |" \
+        in markdown
+    assert "| tiny_transformer | scan/simple | test | exact_match | 1 (0) | 99.00 |  |  |" in markdown
+    assert markdown.splitlines()[0] in result.output
+    with open(tmp_path / "out" / "table.csv", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    jump = next(r for r in table if r["benchmark"] == "scan/addprim_jump" and r["metric"] == "exact_match")
+    assert (jump["runs"], jump["seeds"], jump["mean"], jump["standard_error"], jump["paper"]) == \
+        ("2", "0 1", "4.0000", "2.0000", "3")
+
+
+def test_a_run_without_metrics_is_an_error_saying_what_to_run(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "run.json").write_text(json.dumps({"model": "m", "seed": 0}))
+    with pytest.raises(BenchbuildError, match="benchbuild eval --run"):
+        build_report([tmp_path / "run"])
