@@ -31,6 +31,7 @@ class DangleConfig(TransformerConfig):
 
     model_type = "benchbuild_dangle"
     kind = "dangle"
+    caches_decoder_states = False  # every re-encoding changes the memory and re-decodes the whole prefix
 
     def __init__(self, adaptive_layers: int = 2, source_layers: int = 10, interval: int = 1,
                  separate_keys_values: bool = False, value_layers: int | None = None, **kwargs):

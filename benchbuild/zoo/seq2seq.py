@@ -7,25 +7,31 @@ import inspect
 import torch
 import torch.nn.functional as F
 from transformers import GenerationMixin, PretrainedConfig, PreTrainedModel
+from transformers.cache_utils import Cache
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from benchbuild.errors import BenchbuildError
 
 
 class ZooConfig(PretrainedConfig):
-    """A seq2seq config over one shared source/target vocabulary, decoding without a key/value cache."""
+    """A seq2seq config over one shared source/target vocabulary.
+
+    `use_cache` defaults to `caches_decoder_states`, which a model kind sets when its decoder keeps a key/value
+    cache for incremental decoding; a kind without one always decodes by recomputing the prefix.
+    """
 
     kind = ""
+    caches_decoder_states = False
 
     def __init__(self, vocab_size: int = 32, pad_token_id: int = 0, bos_token_id: int = 1, eos_token_id: int = 2,
                  decoder_start_token_id: int | None = None, **kwargs):
         self.vocab_size = vocab_size
         kwargs.setdefault("is_encoder_decoder", True)
-        kwargs.pop("use_cache", None)
+        use_cache = kwargs.pop("use_cache", None)
         super().__init__(pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id,
                          decoder_start_token_id=bos_token_id if decoder_start_token_id is None else decoder_start_token_id,
                          **kwargs)
-        self.use_cache = False  # decoding recomputes the prefix; no key/value cache is implemented
+        self.use_cache = self.caches_decoder_states and (use_cache is None or bool(use_cache))
 
     @classmethod
     def architecture_keys(cls) -> set[str]:
@@ -75,9 +81,17 @@ class ZooSeq2SeqModel(PreTrainedModel, GenerationMixin):
     def encode(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> BaseModelOutput:
         raise NotImplementedError
 
-    def prepare_inputs_for_generation(self, input_ids: torch.LongTensor, encoder_outputs=None, attention_mask=None,
+    def prepare_inputs_for_generation(self, input_ids: torch.LongTensor, past_key_values: Cache | None = None,
+                                      encoder_outputs=None, attention_mask=None, use_cache: bool | None = None,
                                       **kwargs) -> dict:
-        return {"decoder_input_ids": input_ids, "encoder_outputs": encoder_outputs, "attention_mask": attention_mask}
+        """The decoder reads only the tokens its cache has not seen yet; a model that never fills the cache (or
+        decoding with `use_cache=False`) gets the whole prefix at every step."""
+        seen = past_key_values.get_seq_length() if past_key_values is not None else 0
+        inputs = {"decoder_input_ids": input_ids[:, seen:], "encoder_outputs": encoder_outputs,
+                  "attention_mask": attention_mask}
+        if past_key_values is not None:
+            inputs.update(past_key_values=past_key_values, use_cache=use_cache)
+        return inputs
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
         """Shift labels one step right behind the start token; ignored (-100) positions become padding."""
@@ -101,8 +115,9 @@ class ZooSeq2SeqModel(PreTrainedModel, GenerationMixin):
                                         device=encoder_outputs.last_hidden_state.device)
         return decoder_input_ids, attention_mask, encoder_outputs
 
-    def seq2seq_output(self, logits: torch.Tensor, labels: torch.LongTensor | None, encoder_outputs) -> Seq2SeqLMOutput:
-        return Seq2SeqLMOutput(loss=self.token_loss(logits, labels), logits=logits,
+    def seq2seq_output(self, logits: torch.Tensor, labels: torch.LongTensor | None, encoder_outputs,
+                       past_key_values: Cache | None = None) -> Seq2SeqLMOutput:
+        return Seq2SeqLMOutput(loss=self.token_loss(logits, labels), logits=logits, past_key_values=past_key_values,
                                encoder_last_hidden_state=encoder_outputs.last_hidden_state)
 
     @staticmethod

@@ -22,6 +22,13 @@ Switches (all in `TransformerConfig`):
 
 Dropout: `dropout` on embeddings and sub-layer outputs, `attention_dropout` on attention weights,
 `activation_dropout` (default: `dropout`) inside the feed-forward block.
+
+Incremental decoding (every switch; `use_cache=True` by default): `generate()` hands the decoder a
+`transformers` `EncoderDecoderCache`. Slot d of its self-attention cache holds depth d's keys and values of the
+positions decoded so far (with `mixer="conv"`: depth d's inputs, of which the convolution reads the last 2·span),
+slot d of its cross-attention cache the projection of the encoder output, computed at the first step and reused.
+Each step then feeds only the new token, whose position is the cache's length. Universal Transformers index the
+cache by depth, not by (shared) layer. FUSION needs nothing cached: fuse-attention stays within one position.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import initialization as init
+from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from benchbuild.errors import BenchbuildError
@@ -48,6 +56,7 @@ class TransformerConfig(ZooConfig):
 
     model_type = "benchbuild_transformer"
     kind = "transformer"
+    caches_decoder_states = True
 
     def __init__(self, d_model: int = 128, num_heads: int = 8, d_ff: int = 256, encoder_layers: int = 3,
                  decoder_layers: int = 3, dropout: float = 0.1, attention_dropout: float = 0.1,
@@ -114,13 +123,14 @@ class TokenEmbedding(nn.Module):
         else:
             init.normal_(self.weight, mean=0.0, std=1.0 / math.sqrt(self.d_model))
 
-    def forward(self, ids: torch.LongTensor) -> torch.Tensor:
+    def forward(self, ids: torch.LongTensor, start: int = 0) -> torch.Tensor:
+        """Embeddings of `ids`, the first of which sits at position `start` (the cached prefix's length)."""
         words = F.embedding(ids, self.weight)
         if self.scale == "teu":
             words = words * math.sqrt(self.d_model)
         if not self.absolute:
             return words
-        positions = sinusoid(torch.arange(ids.size(1), device=ids.device), self.d_model).to(words.dtype)
+        positions = sinusoid(torch.arange(start, start + ids.size(1), device=ids.device), self.d_model).to(words.dtype)
         if self.scale == "ped":
             positions = positions / math.sqrt(self.d_model)
         return words + positions
@@ -156,26 +166,42 @@ class Attention(nn.Module):
         return x.view(x.size(0), x.size(1), self.num_heads, self.head_dim).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, keys_from: torch.Tensor | None = None, values_from: torch.Tensor | None = None,
-                key_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """`x` (B, Lq, d) attends over `keys_from`/`values_from` (default: `x`); `key_mask` (B, Lk) marks real keys."""
+                key_mask: torch.Tensor | None = None, cache: EncoderDecoderCache | None = None,
+                depth: int = 0) -> torch.Tensor:
+        """`x` (B, Lq, d) attends over `keys_from`/`values_from` (default: `x`); `key_mask` (B, Lk) marks real keys.
+
+        With a `cache`, self-attention appends its keys and values to slot `depth` of the self-attention cache and
+        attends over all of them (`x` holds the last Lq positions only), and cross-attention projects
+        `keys_from`/`values_from` once into slot `depth` of the cross-attention cache, then reuses them.
+        """
         if keys_from is None and values_from is None:  # self-attention: one fused projection, as in nn.MultiheadAttention
             weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
             projection_bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
             q, k, v = (self._heads(part) for part in F.linear(x, weight, projection_bias).chunk(3, dim=-1))
+            if cache is not None:
+                k, v = cache.self_attention_cache.update(k, v, depth)
+        elif cache is not None and cache.is_updated.get(depth, False):
+            stored = cache.cross_attention_cache.layers[depth]
+            q, k, v = self._heads(self.query(x)), stored.keys, stored.values
         else:
             keys_from = x if keys_from is None else keys_from
             values_from = keys_from if values_from is None else values_from
             q, k, v = (self._heads(self.query(x)), self._heads(self.key(keys_from)),
                        self._heads(self.value(values_from)))
+            if cache is not None:
+                k, v = cache.cross_attention_cache.update(k, v, depth)
+                cache.is_updated[depth] = True
         length_q, length_k = q.size(2), k.size(2)
+        past = length_k - length_q  # in self-attention, the query positions are past .. length_k - 1
         dropout = self.dropout if self.training else 0.0
-        if self.causal and key_mask is None and self.position in ("absolute", "none"):
-            attended = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
+        if self.causal and key_mask is None and self.position in ("absolute", "none") and (past == 0 or length_q == 1):
+            # One new query after the cached prefix may see every key; a whole sequence needs the causal mask.
+            attended = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=past == 0 and length_q > 1)
             return self.out(attended.transpose(1, 2).reshape(x.size(0), length_q, -1))
         allowed = None if key_mask is None else key_mask[:, None, None, :].bool()
         bias = None
         if self.causal or self.position in ("fixed_span", "t5_bias", "relative"):
-            distance = (torch.arange(length_q, device=x.device)[:, None]
+            distance = (torch.arange(past, length_k, device=x.device)[:, None]
                         - torch.arange(length_k, device=x.device)[None, :])
             if self.causal:
                 allowed = distance.ge(0) if allowed is None else allowed & distance.ge(0)
@@ -186,7 +212,7 @@ class Attention(nn.Module):
                 capped = distance.clamp(-self.span, self.span) + self.span
                 bias = self.relative_bias[:, capped].unsqueeze(0).to(q.dtype)
             if self.position == "relative":
-                bias = self._relative_term(q, distance, length_k)
+                bias = self._relative_term(q, distance, past)
                 q = q + self.content_bias[None, :, None, :].to(q.dtype)
         if bias is not None:
             mask = bias if allowed is None else bias.masked_fill(~allowed, float("-inf"))
@@ -195,12 +221,16 @@ class Attention(nn.Module):
         attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
         return self.out(attended.transpose(1, 2).reshape(x.size(0), length_q, -1))
 
-    def _relative_term(self, q: torch.Tensor, distance: torch.Tensor, length_k: int) -> torch.Tensor:
-        """Terms (b) + (d) of 003 App. C, (q + v)·W_kP P_{i-j}, pre-scaled because SDPA adds the mask after scaling."""
-        offsets = torch.arange(-(length_k - 1), q.size(2), device=q.device)
+    def _relative_term(self, q: torch.Tensor, distance: torch.Tensor, past: int) -> torch.Tensor:
+        """Terms (b) + (d) of 003 App. C, (q + v)·W_kP P_{i-j}, pre-scaled because SDPA adds the mask after scaling.
+
+        `distance` (Lq, Lk) runs from past - (Lk - 1) (first query, last key) to past + Lq - 1 (last query, key 0).
+        """
+        nearest = past - (distance.size(1) - 1)
+        offsets = torch.arange(nearest, past + distance.size(0), device=q.device)
         table = self._heads(self.position_key(sinusoid(offsets, q.size(1) * self.head_dim).to(q.dtype))[None])[0]
         scores = torch.einsum("bhqd,hrd->bhqr", q + self.position_bias[None, :, None, :].to(q.dtype), table)
-        index = (distance + length_k - 1).expand(q.size(0), self.num_heads, -1, -1)
+        index = (distance - nearest).expand(q.size(0), self.num_heads, -1, -1)
         return scores.gather(-1, index) / math.sqrt(self.head_dim)
 
 
@@ -212,9 +242,17 @@ class Convolution(nn.Module):
         self.span, self.causal = span, causal
         self.conv = nn.Conv1d(d_model, d_model, kernel_size=2 * span + 1)
 
-    def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None = None, cache: EncoderDecoderCache | None = None,
+                depth: int = 0) -> torch.Tensor:
+        """With a `cache` (causal only), `x` holds the newest positions; the inputs before them come from slot `depth`
+        of the self-attention cache, stored as keys of one head (the values are empty)."""
         if key_mask is not None:
             x = x.masked_fill(~key_mask.bool()[:, :, None], 0.0)
+        if cache is not None:
+            inputs, _ = cache.self_attention_cache.update(x[:, None], x.new_zeros(x.size(0), 1, x.size(1), 0), depth)
+            window = inputs[:, 0, -(2 * self.span + x.size(1)):]
+            missing = 2 * self.span + x.size(1) - window.size(1)  # before position 0: zeros, as in the padding below
+            return self.conv(F.pad(window.transpose(1, 2), (missing, 0))).transpose(1, 2)
         padding = (2 * self.span, 0) if self.causal else (self.span, self.span)
         return self.conv(F.pad(x.transpose(1, 2), padding)).transpose(1, 2)
 
@@ -269,17 +307,20 @@ class Layer(nn.Module):
             return x + self.dropout(compute(norm(x)))
         return norm(x + self.dropout(compute(x)))
 
-    def _mix(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        mixed = self.mixer(x, key_mask=mask)
+    def _mix(self, x: torch.Tensor, mask: torch.Tensor | None, cache: EncoderDecoderCache | None = None,
+             depth: int = 0) -> torch.Tensor:
+        mixed = self.mixer(x, key_mask=mask, cache=cache, depth=depth)
         return self.gate(mixed) if self.gate is not None else mixed
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, below: list[torch.Tensor],
                 memory_keys: torch.Tensor | None = None, memory_values: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
-        x = self._sublayer(x, self.mixer_norm, lambda h: self._mix(h, None if self.decoder else mask))
+                memory_mask: torch.Tensor | None = None, cache: EncoderDecoderCache | None = None,
+                depth: int = 0) -> torch.Tensor:
+        """`cache` (decoder only): the decoding cache, whose slot `depth` belongs to this application of the layer."""
+        x = self._sublayer(x, self.mixer_norm, lambda h: self._mix(h, None if self.decoder else mask, cache, depth))
         if self.decoder:
             x = self._sublayer(x, self.cross_norm, lambda h: self.cross_attention(
-                h, keys_from=memory_keys, values_from=memory_values, key_mask=memory_mask))
+                h, keys_from=memory_keys, values_from=memory_values, key_mask=memory_mask, cache=cache, depth=depth))
         if hasattr(self, "fuse_attention"):
             x = self._sublayer(x, self.fuse_norm, lambda h: self._fuse(h, below))
         return self._sublayer(x, self.feed_forward_norm, self.feed_forward)
@@ -301,11 +342,12 @@ class Stack(nn.Module):
         self.layers = nn.ModuleList(Layer(config, decoder) for _ in range(1 if config.universal else self.count))
         self.final_norm = nn.LayerNorm(config.d_model) if config.pre_norm and final_norm else None
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, **memory) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, cache: EncoderDecoderCache | None = None,
+                **memory) -> torch.Tensor:
         outputs = [x]
-        for index in range(self.count):
-            layer = self.layers[0 if self.universal else index]
-            x = layer(x, mask, outputs, **memory)
+        for depth in range(self.count):
+            layer = self.layers[0 if self.universal else depth]
+            x = layer(x, mask, outputs, cache=cache, depth=depth, **memory)
             outputs.append(x)
         return self.final_norm(x) if self.final_norm is not None else x
 
@@ -344,17 +386,34 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
         return BaseModelOutput(last_hidden_state=hidden)
 
     def decode(self, decoder_input_ids: torch.LongTensor, memory: torch.Tensor, memory_mask: torch.Tensor,
-               memory_values: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits (B, T, vocab) for every prefix of `decoder_input_ids`; keys and values may come from two encodings."""
-        hidden = self.decoder_stack(self.embedding_dropout(self.embedding(decoder_input_ids)), None,
-                                    memory_keys=memory, memory_values=memory_values, memory_mask=memory_mask)
+               memory_values: torch.Tensor | None = None, cache: EncoderDecoderCache | None = None) -> torch.Tensor:
+        """Logits (B, T, vocab) for every prefix of `decoder_input_ids`; keys and values may come from two encodings.
+
+        With a `cache`, `decoder_input_ids` continue the positions it holds and the logits are theirs only.
+        """
+        start = cache.get_seq_length() if cache is not None else 0
+        hidden = self.decoder_stack(self.embedding_dropout(self.embedding(decoder_input_ids, start)), None,
+                                    cache=cache, memory_keys=memory, memory_values=memory_values,
+                                    memory_mask=memory_mask)
         return F.linear(hidden, self.embedding.weight)
+
+    def decoding_cache(self, past_key_values: Cache | None, use_cache: bool | None) -> EncoderDecoderCache | None:
+        """The cache to decode with: the one given (a bare self-attention cache gains a cross-attention one), a new
+        one when `use_cache` asks for it, else none (training never builds one unless asked)."""
+        if past_key_values is None:
+            if not use_cache:
+                return None
+            return EncoderDecoderCache(DynamicCache(config=self.config), DynamicCache(config=self.config))
+        if not isinstance(past_key_values, EncoderDecoderCache):
+            return EncoderDecoderCache(past_key_values, DynamicCache(config=self.config))
+        return past_key_values
 
     def forward(self, input_ids: torch.LongTensor | None = None, attention_mask: torch.Tensor | None = None,
                 decoder_input_ids: torch.LongTensor | None = None, labels: torch.LongTensor | None = None,
-                encoder_outputs=None, decoder_attention_mask=None, return_dict: bool | None = None,
-                **kwargs) -> Seq2SeqLMOutput:
+                encoder_outputs=None, past_key_values: Cache | None = None, use_cache: bool | None = None,
+                decoder_attention_mask=None, return_dict: bool | None = None, **kwargs) -> Seq2SeqLMOutput:
         decoder_input_ids, attention_mask, encoder_outputs = self.seq2seq_inputs(
             input_ids, attention_mask, decoder_input_ids, labels, encoder_outputs)
-        logits = self.decode(decoder_input_ids, encoder_outputs.last_hidden_state, attention_mask)
-        return self.seq2seq_output(logits, labels, encoder_outputs)
+        cache = self.decoding_cache(past_key_values, use_cache)
+        logits = self.decode(decoder_input_ids, encoder_outputs.last_hidden_state, attention_mask, cache=cache)
+        return self.seq2seq_output(logits, labels, encoder_outputs, past_key_values=cache)

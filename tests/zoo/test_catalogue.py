@@ -79,7 +79,7 @@ def test_build_model_uses_the_vocabulary_and_start_token():
                         pad_token_id=3, bos_token_id=4, eos_token_id=5)
     assert model.config.vocab_size == 17 and model.config.decoder_start_token_id == 4
     assert model.generation_config.decoder_start_token_id == 4 and model.generation_config.eos_token_id == 5
-    assert model.config.is_encoder_decoder and model.config.use_cache is False
+    assert model.config.is_encoder_decoder and model.config.use_cache is True  # the Transformer decodes incrementally
     assert model.config.num_hidden_layers == 3
 
 
