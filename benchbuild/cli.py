@@ -149,8 +149,8 @@ def build_noun_adj_command(
     options = NounAdjOptions(pairs_file=pairs, parser=parser, spacy_model=spacy_model, stanza_dir=stanza_dir,
                              n_process=n_process, batch_size=batch_size, valid_fraction=valid_fraction, seed=seed,
                              require_reference_match=require_reference_match, encoding_errors=encoding_errors)
-    benchmark = build_noun_adj_to(out_dir, corpus, options, format=format, overwrite=overwrite, progress=True)
-    rows = ", ".join(f"{name} {info.rows:,}" for name, info in benchmark.info.splits.items())
+    info = build_noun_adj_to(out_dir, corpus, options, format=format, overwrite=overwrite, progress=True)
+    rows = ", ".join(f"{name} {split.rows:,}" for name, split in info.splits.items())
     out.print(f"wrote {out_dir} ({rows})")
 
 
@@ -166,13 +166,16 @@ def train_command(
         "--recipe", help="Recipe family (default: from the benchmark's family).")] = None,
     recipe_set: Annotated[Optional[list[str]], typer.Option(
         "--set", help="Override a recipe key, KEY=VALUE (repeatable), e.g. --set eval_every=500.")] = None,
+    validation_split: Annotated[Optional[str], typer.Option(
+        "--validation-split", help="Split for model selection (default: `validation`, else 10% of train held out).")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run folder instead of resuming it.")] = False,
 ) -> None:
     """Train a zoo model on a benchmark; a re-run with the same arguments resumes from the last checkpoint."""
     from benchbuild.training.loop import train
 
     result = train(model, data, out_dir, seed=seed, max_steps=max_steps, device=device, recipe=recipe,
-                   overrides=_key_values(recipe_set or [], "--set"), overwrite=overwrite)
+                   overrides=_key_values(recipe_set or [], "--set"), validation_split=validation_split,
+                   overwrite=overwrite)
     resumed = f" (resumed from step {result.resumed_from})" if result.resumed_from is not None else ""
     accuracy = "n/a" if result.validation_exact_match is None else f"{result.validation_exact_match:.2f}%"
     out.print(f"trained {result.steps} steps{resumed}; selected step {result.selected_step} "
@@ -197,7 +200,7 @@ def eval_command(
     from benchbuild.evaluation.evaluate import evaluate_run
 
     metrics = evaluate_run(run_dir, data, split=split, beam=beam, batch_size=batch_size, out=out_dir, device=device,
-                           lexicon=lexicon, compound=compound)
+                           lexicon=lexicon, compound=compound, progress=True)
     out.print_json(data=metrics)
 
 
@@ -246,6 +249,143 @@ def _key_values(items: list[str], option: str) -> dict:
         except tomllib.TOMLDecodeError:
             values[key.strip()] = raw
     return values
+
+
+LowercaseOption = Annotated[bool, typer.Option("--lowercase", help="Lowercase every corpus before comparing words.")]
+TokenizeOption = Annotated[Literal["moses", "none"], typer.Option(
+    "--tokenize", help="moses: sacremoses-tokenize every corpus; none: keep the files' whitespace tokens.")]
+MinWordCountOption = Annotated[int, typer.Option(
+    "--min-word-count", help="OOV filter: drop pool lines with a word seen fewer times in the training source.")]
+MinNgramCountOption = Annotated[int, typer.Option(
+    "--min-ngram-count", help="n-gram dictionary: n-grams seen at least this often in the training source.")]
+MaxNgramOption = Annotated[Optional[int], typer.Option(
+    "--max-ngram", help="Longest n-gram in the dictionary (default: no bound).")]
+
+
+@app.command("degree")
+def degree_command(
+    train_src: Annotated[Path, typer.Option("--train-src", help="Training source file (one sentence a line).")],
+    pool: Annotated[Path, typer.Option("--pool", help="File whose every line is scored.")],
+    out_file: Annotated[Optional[Path], typer.Option("--out", help="TSV to write (default: stdout).")] = None,
+    lowercase: LowercaseOption = False,
+    tokenize: TokenizeOption = "none",
+    lang: Annotated[str, typer.Option("--lang", help="Language of both files (Moses tokenizer rules).")] = "de",
+    min_word_count: MinWordCountOption = 3,
+    min_ngram_count: MinNgramCountOption = 4,
+    max_ngram: MaxNgramOption = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
+    encoding_errors: Annotated[Literal["strict", "replace"], typer.Option("--encoding-errors", help="Invalid UTF-8: "
+                                                                          "stop with an error, or replace and count it.")] = "strict",
+) -> None:
+    """Compositional degree (001 §4) of every pool line w.r.t. a training corpus, as a TSV (line, degree)."""
+    from benchbuild.react.degree import DegreeParameters, write_degree_table
+
+    parameters = DegreeParameters(lowercase=lowercase, tokenize=tokenize, lang=lang, min_word_count=min_word_count,
+                                  min_ngram_count=min_ngram_count, max_ngram=max_ngram)
+    counts = write_degree_table(train_src, pool, out_file, parameters, overwrite=overwrite, progress=True,
+                                encoding_errors=encoding_errors)
+    console.print(f"scored {counts['scored']:,} of {counts['lines']:,} lines "
+                  f"({counts['dropped']:,} dropped by the OOV filter or empty)"
+                  + (f"; wrote {out_file}" if out_file else ""))
+
+
+def _react_corpus(label: str, src: Optional[Path], tgt: Optional[Path], hf: Optional[str], source_lang: str,
+                  target_lang: str, split: str):
+    from benchbuild.corpus import ParallelInput
+
+    if src is None and tgt is None and hf is None:
+        return None
+    if hf is None and (src is None or tgt is None):
+        raise BenchbuildError(f"--{label}-src and --{label}-tgt go together: give both files")
+    return ParallelInput(source=src, target=tgt, hf=hf, source_lang=source_lang, target_lang=target_lang, split=split)
+
+
+@app.command("build-react")
+def build_react_command(
+    out_dir: Annotated[Path, typer.Option("--out", help="Benchmark folder to write.")],
+    train_src: Annotated[Optional[Path], typer.Option("--train-src", help="Training corpus, source side.")] = None,
+    train_tgt: Annotated[Optional[Path], typer.Option("--train-tgt", help="Training corpus, target side.")] = None,
+    train_hf: Annotated[Optional[str], typer.Option("--train-hf", help="Instead: a local HF dataset (translation column, train split).")] = None,
+    pool_src: Annotated[Optional[list[Path]], typer.Option("--pool-src", help="Candidate pool, source side (repeatable).")] = None,
+    pool_tgt: Annotated[Optional[list[Path]], typer.Option("--pool-tgt", help="Candidate pool, target side (repeatable, same order).")] = None,
+    pool_hf: Annotated[Optional[list[str]], typer.Option("--pool-hf", help="Instead or as well: a local HF dataset (train split).")] = None,
+    valid_src: Annotated[Optional[Path], typer.Option("--valid-src", help="Validation corpus, source side.")] = None,
+    valid_tgt: Annotated[Optional[Path], typer.Option("--valid-tgt", help="Validation corpus, target side.")] = None,
+    test_src: Annotated[Optional[Path], typer.Option("--test-src", help="In-domain test corpus, source side.")] = None,
+    test_tgt: Annotated[Optional[Path], typer.Option("--test-tgt", help="In-domain test corpus, target side.")] = None,
+    source_lang: Annotated[str, typer.Option("--source-lang", help="Source language (Moses rules, card, stats).")] = "de",
+    target_lang: Annotated[str, typer.Option("--target-lang", help="Target language.")] = "en",
+    lowercase: LowercaseOption = False,
+    tokenize: TokenizeOption = "none",
+    min_word_count: MinWordCountOption = 3,
+    min_ngram_count: MinNgramCountOption = 4,
+    max_ngram: MaxNgramOption = None,
+    pool_size: Annotated[int, typer.Option("--pool-size", help="Candidates kept, highest degree first.")] = 60_000,
+    ensemble_size: Annotated[int, typer.Option("--ensemble-size", help="Ensemble members (seeds 0…K−1).")] = 10,
+    ensemble_model: Annotated[str, typer.Option("--ensemble-model", help="Zoo model of the members.")] = "transformer",
+    ensemble_dir: Annotated[Optional[Path], typer.Option("--ensemble-dir", help="Where members are saved and reused.")] = None,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Step budget of each member (default: the recipe's).")] = None,
+    ensemble_architecture: Annotated[Optional[list[str]], typer.Option(
+        "--ensemble-architecture", help="Override an architecture key of the members, KEY=VALUE (repeatable).")] = None,
+    ensemble_set: Annotated[Optional[list[str]], typer.Option(
+        "--ensemble-set", help="Override a recipe key of the members, KEY=VALUE (repeatable).")] = None,
+    beam: Annotated[int, typer.Option("--beam", min=1, help="Beam over the ensemble's mean distribution (1: greedy).")] = 5,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences decoded at once.")] = 64,
+    drop_top: Annotated[int, typer.Option("--drop-top", help="Most uncertain candidates dropped as noise.")] = 2_000,
+    band: Annotated[int, typer.Option("--band", help="Candidates after the dropped ones to sample from.")] = 18_000,
+    sample: Annotated[int, typer.Option("--sample", help="Size of cg_test, sampled from the band.")] = 3_000,
+    allow_small: Annotated[bool, typer.Option("--allow-small", help="Accept a pool or band smaller than asked (the card records it).")] = False,
+    encoding_errors: Annotated[Literal["strict", "replace"], typer.Option("--encoding-errors", help="Invalid UTF-8: "
+                                                                          "stop with an error, or replace and count it.")] = "strict",
+    cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Stage cache (resume after a crash or a changed later option).")] = Path(".benchbuild-cache/react"),
+    device: Annotated[Literal["auto", "cpu", "cuda"], typer.Option("--device", help="Where members train and score.")] = "auto",
+    seed: SeedOption = 0,
+    format: FormatOption = "arrow",
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Build ReaCT (001 §4): compositional degree, then a model ensemble's reverse mutual information."""
+    from benchbuild.react.build import ReactParameters, build_react
+
+    train = _react_corpus("train", train_src, train_tgt, train_hf, source_lang, target_lang, "train")
+    if train is None:
+        raise BenchbuildError("give the training corpus: --train-src and --train-tgt, or --train-hf")
+    if len(pool_src or []) != len(pool_tgt or []):
+        raise BenchbuildError(f"{len(pool_src or [])} --pool-src but {len(pool_tgt or [])} --pool-tgt: give them in pairs")
+    pools = [_react_corpus("pool", s, t, None, source_lang, target_lang, "train") for s, t in zip(pool_src or [], pool_tgt or [])]
+    pools += [_react_corpus("pool", None, None, hf, source_lang, target_lang, "train") for hf in pool_hf or []]
+    parameters = ReactParameters(
+        lowercase=lowercase, tokenize=tokenize, source_lang=source_lang, target_lang=target_lang,
+        min_word_count=min_word_count, min_ngram_count=min_ngram_count, max_ngram=max_ngram, pool_size=pool_size,
+        ensemble_size=ensemble_size, ensemble_model=ensemble_model, max_steps=max_steps,
+        architecture_overrides=_key_values(ensemble_architecture or [], "--ensemble-architecture"),
+        recipe_overrides=_key_values(ensemble_set or [], "--ensemble-set"), beam=beam, batch_size=batch_size,
+        drop_top=drop_top, band=band, sample=sample, allow_small=allow_small, encoding_errors=encoding_errors)
+    result = build_react(out_dir, train, pools,
+                         _react_corpus("valid", valid_src, valid_tgt, None, source_lang, target_lang, "validation"),
+                         _react_corpus("test", test_src, test_tgt, None, source_lang, target_lang, "test"),
+                         parameters, seed=seed, cache_dir=cache_dir, ensemble_dir=ensemble_dir, device=device,
+                         format=format, overwrite=overwrite, progress=True)
+    reused = f"; cached stages reused: {', '.join(result.cache_hits)}" if result.cache_hits else ""
+    out.print(f"wrote {result.out} (cg_test {result.counts['sampled']:,} of {result.counts['candidate pool (top by degree)']:,} "
+              f"candidates){reused}")
+
+
+@app.command("stats")
+def stats_command(
+    benchmark: Annotated[Path, typer.Argument(help="A built benchmark folder.")],
+    split: Annotated[str, typer.Option("--split", help="The split to describe.")] = "cg_test",
+    against: Annotated[Optional[Path], typer.Option("--against", help="Training sources: a benchmark folder (its "
+                                                    "train split) or a text file (default: this benchmark's train).")] = None,
+    lang: Annotated[Optional[str], typer.Option("--lang", help="Source language for POS tags (default: from the build).")] = None,
+) -> None:
+    """001 Table 2 of a split: examples, mean compositional degree, unique novel word and POS 2-/3-grams."""
+    from benchbuild.react.stats import benchmark_table2
+
+    table = benchmark_table2(benchmark, split=split, against=against, lang=lang)
+    for name, value in table.rows():
+        typer.echo(f"{name}\t{value}")
+    for reason in table.skipped:
+        console.print(reason)
 
 
 def _option_dests(command: click.Command) -> set[str]:

@@ -27,6 +27,17 @@ def shared_data() -> Path:
     return data
 
 
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread():
+    """Run torch on one thread: the models in tests are tiny, and on a 2-core box two threads contend."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def pytest_collection_modifyitems(config, items):
     import torch
 

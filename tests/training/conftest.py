@@ -79,17 +79,6 @@ def tiny_model(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Train on one thread: on a shared 2-core box, two threads contend and run many times slower."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="session")
 def benchmark_writer():
     """`write_benchmark(out, splits, family, name)` for tests that need their own benchmark folder."""

@@ -1,0 +1,197 @@
+"""Stage 4 of ReaCT: the compositional degree of a sentence w.r.t. a training corpus (001 §4, Table 1).
+
+degree = (minimum number of dictionary n-grams whose concatenation is the sentence) / (its length in tokens),
+a token outside the dictionary counting as one piece of its own.
+
+Greedy longest match from the left is optimal because the dictionary (plus all single tokens) is closed under
+substrings. Let f(i) be the fewest pieces covering tokens i… of a sentence. Dropping the first token of the first
+piece of an optimal cover of i… gives a cover of i+1… (the shortened piece is a substring, hence a piece, or
+empty), so f(i+1) ≤ f(i): f never increases. From i, any piece ends at some j ≤ i + longest(i), and
+f(i + longest(i)) ≤ f(j), so taking the longest piece is never worse. `longest_match` finds those lengths for all
+positions at once; the jumps are then followed for all sentences at once.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from benchbuild.react.ngrams import EncodedLines, NgramDictionary, Vocabulary
+from benchbuild.react.normalize import Normalizer
+from benchbuild.react.progress import progress_bar
+
+CHUNK_LINES = 65_536
+
+
+def greedy_pieces(longest: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per line: the number of jumps i → i + longest[i] from the line's first token to its end."""
+    pointer = offsets[:-1].copy()
+    ends = offsets[1:]
+    pieces = np.zeros(len(pointer), dtype=np.int64)
+    active = np.flatnonzero(pointer < ends)
+    while active.size:
+        moved = pointer[active] + longest[pointer[active]]
+        pointer[active] = moved
+        pieces[active] += 1
+        active = active[moved < ends[active]]
+    return pieces
+
+
+def compositional_degree(encoded: EncodedLines, dictionary: NgramDictionary) -> np.ndarray:
+    """Per line: minimum pieces / tokens (NaN for an empty line)."""
+    pieces = greedy_pieces(dictionary.longest_match(encoded), encoded.offsets)
+    lengths = encoded.lengths
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(lengths > 0, pieces / np.maximum(lengths, 1), np.nan)
+
+
+@dataclass(frozen=True)
+class DegreeParameters:
+    """Stages 1–4's options, shared by `benchbuild degree` and `benchbuild build-react`."""
+
+    lowercase: bool = False
+    tokenize: str = "none"
+    lang: str = "de"
+    min_word_count: int = 3
+    min_ngram_count: int = 4
+    max_ngram: int | None = None
+
+    def normalizer(self) -> Normalizer:
+        return Normalizer(lowercase=self.lowercase, tokenize=self.tokenize, lang=self.lang)  # type: ignore[arg-type]
+
+
+@dataclass
+class DegreeScores:
+    """Per pool line: kept by the OOV filter, and its degree (NaN where dropped or empty)."""
+
+    in_vocabulary: np.ndarray
+    degree: np.ndarray
+
+
+class DegreeScorer:
+    """Stages 1–4 against one training corpus: normalize, OOV-filter and score any number of pool lines."""
+
+    def __init__(self, train_source: Sequence[str], parameters: DegreeParameters = DegreeParameters(),
+                 normalized: bool = False) -> None:
+        self.parameters = parameters
+        self.normalizer = parameters.normalizer()
+        lines = list(train_source) if normalized else self.normalizer.for_splitting(list(train_source))
+        self.vocabulary = Vocabulary.from_lines(lines)
+        self.dictionary = NgramDictionary.build(self.vocabulary, self.vocabulary.encode(lines),
+                                                min_count=parameters.min_ngram_count,
+                                                max_order=parameters.max_ngram)
+
+    def score(self, lines: Sequence[str], normalized: bool = False) -> DegreeScores:
+        """Scores of a batch of pool lines (raw unless `normalized`)."""
+        if not normalized:
+            lines = self.normalizer.for_splitting(lines)
+        encoded = self.vocabulary.encode(lines)
+        kept = self.vocabulary.in_vocabulary(encoded, self.parameters.min_word_count) & (encoded.lengths > 0)
+        degree = compositional_degree(encoded, self.dictionary)
+        degree[~kept] = np.nan
+        return DegreeScores(kept, degree)
+
+    def degree_of(self, lines: Sequence[str], normalized: bool = False) -> np.ndarray:
+        """Degree of every line, without the OOV filter (for training and test splits and `stats`)."""
+        if not normalized:
+            lines = self.normalizer.for_splitting(lines)
+        return compositional_degree(self.vocabulary.encode(lines), self.dictionary)
+
+    def score_stream(self, lines: Iterable[str], normalized: bool = False,
+                     chunk: int = CHUNK_LINES) -> Iterator[DegreeScores]:
+        """Scores chunk by chunk, so a multi-million-line pool never sits in memory as Python strings."""
+        batch: list[str] = []
+        for line in lines:
+            batch.append(line)
+            if len(batch) == chunk:
+                yield self.score(batch, normalized)
+                batch = []
+        if batch:
+            yield self.score(batch, normalized)
+
+
+def write_degree_table(train_source: str | Path, pool: str | Path, out: str | Path | None,
+                       parameters: DegreeParameters = DegreeParameters(), overwrite: bool = False,
+                       progress: bool = False, encoding_errors: str = "strict") -> dict[str, int]:
+    """`benchbuild degree`: a TSV (`line`, `degree`) with one row per pool line, in order, to `out` or stdout.
+
+    `degree` is empty for a line the OOV filter drops (or an empty line). Returns counts for the summary line.
+    """
+    from benchbuild.atomic import check_writable
+    from benchbuild.corpus import count_lines, read_lines
+
+    if out is not None:
+        check_writable(Path(out), overwrite)
+    scorer = DegreeScorer([text for _, text in read_lines(train_source, encoding_errors=encoding_errors)],
+                          parameters)
+    total = count_lines(pool)
+    counts = {"lines": 0, "scored": 0, "dropped": 0}
+    target = _open_output(out)
+    try:
+        target.write("line\tdegree\n")
+        with progress_bar(progress, total, "compositional degree") as advance:
+            numbered = _every_line(read_lines(pool, encoding_errors=encoding_errors), total)
+            for numbers, scores in _score_numbered(scorer, numbered):
+                for number, degree in zip(numbers, scores.degree.tolist()):
+                    target.write(f"{number}\t{'' if degree != degree else format(degree, '.6f')}\n")
+                counts["lines"] += len(numbers)
+                counts["scored"] += int(scores.in_vocabulary.sum())
+                advance(len(numbers))
+        counts["dropped"] = counts["lines"] - counts["scored"]
+    except BaseException:
+        target.close()
+        if out is not None:
+            Path(f"{out}.partial").unlink(missing_ok=True)
+        raise
+    target.close()
+    if out is not None:
+        os.replace(f"{out}.partial", out)
+    return counts
+
+
+def _open_output(out: str | Path | None) -> IO[str]:
+    if out is None:
+        return _Unclosed(sys.stdout)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    return open(f"{out}.partial", "w", encoding="utf-8")
+
+
+class _Unclosed:
+    def __init__(self, stream: IO[str]) -> None:
+        self.write = stream.write
+
+    def close(self) -> None:
+        pass
+
+
+def _every_line(rows: Iterable[tuple[int, str]], total: int) -> Iterator[tuple[int, str]]:
+    """`read_lines` skips empty lines; give them back as "" so every line of the pool gets a row."""
+    expected = 1
+    for number, text in rows:
+        while expected < number:
+            yield expected, ""
+            expected += 1
+        yield number, text
+        expected = number + 1
+    while expected <= total:
+        yield expected, ""
+        expected += 1
+
+
+def _score_numbered(scorer: DegreeScorer, rows: Iterable[tuple[int, str]],
+                    chunk: int = CHUNK_LINES) -> Iterator[tuple[list[int], DegreeScores]]:
+    numbers: list[int] = []
+    texts: list[str] = []
+    for number, text in rows:
+        numbers.append(number)
+        texts.append(text)
+        if len(texts) == chunk:
+            yield numbers, scorer.score(texts)
+            numbers, texts = [], []
+    if texts:
+        yield numbers, scorer.score(texts)

@@ -1,0 +1,117 @@
+"""`benchbuild degree` and `benchbuild stats` through the real CLI; bad input through the console entry point."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
+from benchbuild.cli import app
+from benchbuild.react.degree import DegreeParameters, DegreeScorer
+from benchbuild.react.stats import novel_ngram_counts, table2
+
+BENCHBUILD = [str(Path(sys.executable).parent / "benchbuild")]
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _tsv(path: Path) -> list[list[str]]:
+    return [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.shared
+def test_degree_writes_one_row_per_pool_line_matching_the_library(shared_data, tmp_path):
+    train, pool = shared_data / "react" / "valid.de", shared_data / "react" / "cg_test.de"
+    result = CliRunner().invoke(app, ["degree", "--train-src", str(train), "--pool", str(pool), "--out",
+                                      str(tmp_path / "degree.tsv"), "--lowercase", "--min-word-count", "1"])
+    assert result.exit_code == 0, result.output
+    rows = _tsv(tmp_path / "degree.tsv")
+    pool_lines = pool.read_text(encoding="utf-8").splitlines()
+    assert rows[0] == ["line", "degree"]
+    assert [int(row[0]) for row in rows[1:]] == list(range(1, len(pool_lines) + 1))
+    scorer = DegreeScorer(train.read_text(encoding="utf-8").splitlines(),
+                          DegreeParameters(lowercase=True, min_word_count=1))
+    expected = scorer.score(pool_lines).degree
+    written = np.array([float(row[1]) if row[1] else np.nan for row in rows[1:]])
+    assert np.allclose(written, expected, atol=1e-6, equal_nan=True)
+    assert 0 < np.isnan(written).sum() < len(written)
+
+
+def test_degree_keeps_empty_and_dropped_lines_as_empty_cells(tmp_path):
+    train = _write(tmp_path / "train.txt", ["a b c"] * 4)
+    pool = _write(tmp_path / "pool.txt", ["a b c", "", "a z", "c b a"])
+    result = CliRunner().invoke(app, ["degree", "--train-src", str(train), "--pool", str(pool),
+                                      "--out", str(tmp_path / "out.tsv")])
+    assert result.exit_code == 0, result.output
+    assert _tsv(tmp_path / "out.tsv") == [["line", "degree"], ["1", "0.333333"], ["2", ""], ["3", ""],
+                                          ["4", "1.000000"]]
+    again = CliRunner().invoke(app, ["degree", "--train-src", str(train), "--pool", str(pool),
+                                     "--out", str(tmp_path / "out.tsv")])
+    assert again.exit_code != 0 and "--overwrite" in str(again.exception)
+
+
+def test_misaligned_training_files_end_in_one_error_line_and_no_output(tmp_path):
+    src = _write(tmp_path / "train.de", ["a b", "c d"])
+    tgt = _write(tmp_path / "train.en", ["a b"])
+    done = subprocess.run([*BENCHBUILD, "build-react", "--out", str(tmp_path / "out"), "--train-src", str(src),
+                           "--train-tgt", str(tgt), "--pool-src", str(src), "--pool-tgt", str(src),
+                           "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "not aligned" in done.stderr and "train.en" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_utf8_in_the_pool_names_file_and_line(tmp_path):
+    train = _write(tmp_path / "train.txt", ["a b"] * 4)
+    pool = tmp_path / "pool.txt"
+    pool.write_bytes(b"a b\n\xff\xfe\n")
+    done = subprocess.run([*BENCHBUILD, "degree", "--train-src", str(train), "--pool", str(pool)],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "pool.txt` line 2 is not valid UTF-8" in done.stderr
+    replaced = CliRunner().invoke(app, ["degree", "--train-src", str(train), "--pool", str(pool),
+                                        "--encoding-errors", "replace", "--min-word-count", "1"])
+    assert replaced.exit_code == 0, replaced.output
+    assert replaced.stdout.splitlines()[:3] == ["line\tdegree", "1\t0.500000", "2\t"]
+
+
+def test_novel_ngrams_are_unique_test_ngrams_absent_from_training():
+    train = [["a", "b", "c"], ["b", "c", "d"]]
+    test = [["a", "b", "d"], ["a", "b", "d"], ["c", "d"]]
+    assert novel_ngram_counts(test, train) == {2: 1, 3: 1}  # (b, d); (a, b, d)
+
+
+def test_table2_skips_pos_rows_for_german_and_says_why():
+    statistics = table2(["a b d", "c d"], ["a b c"] * 4 + ["b c d"] * 4, lang="de")
+    assert statistics.examples == 2 and statistics.novel_pos_ngrams is None
+    assert statistics.mean_degree == pytest.approx((2 / 3 + 1 / 2) / 2)  # "a b"+"d"; "c d"
+    assert "no spaCy model for language 'de'" in statistics.skipped[0]
+
+
+def test_table2_counts_novel_pos_ngrams_with_the_english_model():
+    statistics = table2(["the cat sleeps .", "dogs bark loudly ."], ["the dog sleeps ."] * 4, lang="en")
+    assert statistics.novel_pos_ngrams is not None and statistics.novel_pos_ngrams[2] >= 1
+    assert statistics.skipped == []
+
+
+def test_stats_command_prints_table2_for_a_benchmark_split(tmp_path):
+    rows = lambda sources: [{"id": str(i), "source": s, "target": s, "degree": 0.5}  # noqa: E731
+                            for i, s in enumerate(sources)]
+    info = BuildInfo(family="react", name="react", parameters={"source_lang": "de", "min_word_count": 3,
+                                                               "min_ngram_count": 4, "max_ngram": None})
+    card = CardFacts(pretty_name="t", summary="t", rules={}, languages=["de", "en"], license="other", citation="-")
+    Benchmark.from_splits({"train": rows(["a b c"] * 4), "cg_test": rows(["a b c a", "c b"])}, info, card).save(
+        tmp_path / "bench")
+    result = CliRunner().invoke(app, ["stats", str(tmp_path / "bench")])
+    assert result.exit_code == 0, result.output
+    assert "# examples\t2" in result.output
+    assert "unique novel word 2-grams\t2" in result.output  # (c, a) and (c, b)
+    assert "unique novel POS 2-grams\tskipped" in result.output
+    assert "no spaCy model for language 'de'" in " ".join(result.output.split())

@@ -1,0 +1,115 @@
+"""Stage 7 of ReaCT: reverse mutual information and the ensemble's decoding and batched scoring."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchbuild.react.uncertainty import Ensemble, ensemble_rmi, mean_log_probs, reverse_mutual_information
+from benchbuild.training.tokenization import word_level_tokenizer
+from benchbuild.zoo.transformer import TransformerConfig, TransformerForSeq2Seq
+
+
+def test_two_member_example_by_hand():
+    p1, p2 = [0.5, 0.5], [0.9, 0.1]
+    mean = [0.7, 0.3]
+    expected = sum(mean[v] * (math.log(mean[v]) - (math.log(p1[v]) + math.log(p2[v])) / 2) for v in range(2))
+    kl = lambda p, q: sum(a * math.log(a / b) for a, b in zip(p, q))  # noqa: E731
+    assert expected == pytest.approx((kl(mean, p1) + kl(mean, p2)) / 2)
+    log_probs = torch.tensor([[p1], [p2]], dtype=torch.float64).log()
+    assert reverse_mutual_information(log_probs).item() == pytest.approx(expected, rel=1e-12)
+    # 0.7·(ln .7 − (ln .5 + ln .9)/2) + 0.3·(ln .3 − (ln .5 + ln .1)/2) = 0.02981 + 0.08817
+    assert expected == pytest.approx(0.11797, abs=1e-5)
+
+
+def test_zero_when_all_members_agree():
+    distribution = torch.softmax(torch.randn(4, 7, 11, generator=torch.Generator().manual_seed(0)), dim=-1).log()
+    agreeing = distribution.expand(5, 4, 7, 11)
+    assert torch.allclose(reverse_mutual_information(agreeing), torch.zeros(4, 7), atol=1e-6)
+
+
+@settings(max_examples=50, deadline=None)
+@given(members=st.integers(1, 6), vocabulary=st.integers(2, 9), seed=st.integers(0, 10_000),
+       temperature=st.floats(0.1, 20.0))
+def test_never_negative(members, vocabulary, seed, temperature):
+    logits = torch.randn(members, 3, vocabulary, generator=torch.Generator().manual_seed(seed)) * temperature
+    rmi = reverse_mutual_information(torch.log_softmax(logits, dim=-1))
+    assert (rmi >= 0).all()
+
+
+def test_mean_log_probs_is_the_log_of_the_average_distribution():
+    log_probs = torch.log_softmax(torch.randn(3, 5, generator=torch.Generator().manual_seed(1)), dim=-1)
+    assert torch.allclose(mean_log_probs(log_probs).exp(), log_probs.exp().mean(dim=0), atol=1e-6)
+
+
+TEXTS = ["a b c d", "e f g", "a c e g h", "b d f", "h g"]
+
+
+@pytest.fixture(scope="module")
+def tiny_members():
+    tokenizer = word_level_tokenizer(TEXTS)
+    members = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        config = TransformerConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                                   bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                                   d_model=16, num_heads=2, d_ff=32, encoder_layers=1, decoder_layers=1)
+        members.append(TransformerForSeq2Seq(config).eval())
+    return members, tokenizer
+
+
+def test_batched_members_score_exactly_like_a_loop_over_members(tiny_members):
+    members, tokenizer = tiny_members
+    batched, looped = Ensemble(members, tokenizer, batched=True), Ensemble(members, tokenizer, batched=False)
+    hypotheses = [[5, 6, 2], [7, 2], [5, 5, 5, 5, 2], [2], [8, 9, 2]]
+    assert torch.allclose(batched.score(TEXTS, hypotheses), looped.score(TEXTS, hypotheses), atol=1e-5)
+    assert batched.translate(TEXTS, beam=3, max_new_tokens=6) == looped.translate(TEXTS, beam=3, max_new_tokens=6)
+
+
+def test_greedy_follows_the_argmax_of_the_mean_distribution(tiny_members):
+    members, tokenizer = tiny_members
+    ensemble = Ensemble(members, tokenizer)
+    [hypothesis] = ensemble.translate(["a b c d"], beam=1, max_new_tokens=5)
+    encoded = tokenizer(["a b c d"], return_tensors="pt")
+    prefix = [tokenizer.bos_token_id]
+    with torch.no_grad():
+        for _ in range(5):
+            decoder = torch.tensor([prefix])
+            averaged = torch.stack([torch.softmax(member(**encoded, decoder_input_ids=decoder).logits[0, -1], dim=-1)
+                                    for member in members]).mean(dim=0)
+            prefix.append(int(averaged.argmax()))
+            if prefix[-1] == tokenizer.eos_token_id:
+                break
+    assert hypothesis == prefix[1:]
+
+
+def test_beam_search_finds_a_hypothesis_at_least_as_likely_as_greedy(tiny_members):
+    members, tokenizer = tiny_members
+    ensemble = Ensemble(members, tokenizer)
+
+    def normalized_log_prob(source, hypothesis):
+        input_ids, mask = ensemble._source_batch([source])
+        decoder = torch.tensor([[tokenizer.bos_token_id, *hypothesis[:-1]]])
+        log_p = mean_log_probs(ensemble.member_log_probs(ensemble.encode(input_ids, mask), mask, decoder))[0]
+        return sum(log_p[t, token].item() for t, token in enumerate(hypothesis)) / len(hypothesis)
+
+    for source in TEXTS:
+        [greedy] = ensemble.translate([source], beam=1, max_new_tokens=6)
+        [beam] = ensemble.translate([source], beam=4, max_new_tokens=6)
+        if greedy[-1] == tokenizer.eos_token_id and beam[-1] == tokenizer.eos_token_id:
+            assert normalized_log_prob(source, beam) >= normalized_log_prob(source, greedy) - 1e-5
+
+
+def test_ensemble_rmi_keeps_input_order_and_is_deterministic(tiny_members):
+    members, tokenizer = tiny_members
+    ensemble = Ensemble(members, tokenizer)
+    first, hypotheses = ensemble_rmi(ensemble, TEXTS, beam=2, batch_size=2, max_new_tokens=6)
+    again, _ = ensemble_rmi(ensemble, list(reversed(TEXTS)), beam=2, batch_size=3, max_new_tokens=6)
+    assert first == pytest.approx(list(reversed(again)), abs=1e-5)
+    assert all(value > 0 for value in first)
+    single = ensemble.score([TEXTS[2]], [hypotheses[2]])
+    assert single.item() == pytest.approx(first[2], abs=1e-5)
