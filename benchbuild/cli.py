@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
-import click
 import typer
+from typer._click.exceptions import ClickException  # typer vendors click: its own exception classes
+from typer.core import TyperArgument
 from rich.console import Console
 
 from benchbuild import __version__
@@ -78,7 +79,7 @@ def _run_recipe(recipe: Path, stack: tuple[Path, ...]) -> None:
         raise BenchbuildError(f"{recipe} runs itself (recipes: {' -> '.join(map(str, stack))})")
     loaded = load_recipe(recipe)
     group = typer.main.get_command(app)
-    context = click.Context(group)
+    context = typer.Context(group)
     commands = {name: group.get_command(context, name) for name in group.list_commands(context)}
     planned = []
     for number, step in enumerate(loaded.steps, start=1):
@@ -92,11 +93,13 @@ def _run_recipe(recipe: Path, stack: tuple[Path, ...]) -> None:
                 raise BenchbuildError(f"{recipe}: step {number} ({step.command}) has unknown option {key!r}")
         planned.append((step, command))
     for number, (step, command) in enumerate(planned, start=1):
-        console.print(f"[bold]{recipe} step {number}/{len(planned)}[/bold]: benchbuild {' '.join(step.argv())}")
+        positional = frozenset(p.name for p in command.params if isinstance(p, TyperArgument))
+        argv = step.argv(positional)
+        console.print(f"[bold]{recipe} step {number}/{len(planned)}[/bold]: benchbuild {' '.join(argv)}")
         if step.command == "run":
             _run_recipe(Path(step.options["recipe"]), stack=(*stack, recipe.resolve()))
         else:
-            command.main(step.argv()[1:], prog_name=f"benchbuild {step.command}", standalone_mode=False)
+            command.main(argv[1:], prog_name=f"benchbuild {step.command}", standalone_mode=False)
 
 
 @app.command("zoo")
@@ -388,7 +391,7 @@ def stats_command(
         console.print(reason)
 
 
-def _option_dests(command: click.Command) -> set[str]:
+def _option_dests(command) -> set[str]:
     names = set()
     for param in command.params:
         for opt in getattr(param, "opts", []):
@@ -403,12 +406,12 @@ def main() -> None:
         sys.argv = [sys.argv[0], *[a for a in sys.argv[1:] if a != "--debug"]]
     try:
         result = app(standalone_mode=False)
-    except click.exceptions.Exit as stop:
+    except typer.Exit as stop:
         sys.exit(stop.exit_code)
-    except click.ClickException as error:
+    except ClickException as error:
         error.show()
         sys.exit(error.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         console.print("benchbuild: interrupted", style="red")
         sys.exit(130)
     except KeyboardInterrupt:

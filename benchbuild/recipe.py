@@ -21,9 +21,13 @@ class Step:
     options: dict[str, Any] = field(default_factory=dict)
     description: str = ""
 
-    def argv(self) -> list[str]:
+    def argv(self, positional: frozenset[str] = frozenset()) -> list[str]:
+        """The command line of this step; keys named in `positional` are the command's arguments, not options."""
         args = [self.command]
         for key, value in self.options.items():
+            if key.replace("-", "_") in positional:
+                args += [str(item) for item in (value if isinstance(value, list) else [value])]
+                continue
             flag = "--" + key.replace("_", "-")
             if isinstance(value, bool):
                 if value:

@@ -121,6 +121,15 @@ def test_recipe_runs_its_steps(tmp_path):
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["length", "template_right"]
 
 
+def test_recipe_passes_positional_arguments_by_their_parameter_name(tmp_path):
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(f'[[steps]]\ncommand = "build-scan"\n[steps.options]\nout = "{tmp_path / "o"}"\nsplit = "length"\n'
+                      f'[[steps]]\ncommand = "stats"\n[steps.options]\nbenchmark = "{tmp_path / "o" / "length"}"\n'
+                      f'split = "test"\n')
+    result = benchbuild("run", recipe, check=True)
+    assert "3,920" in result.stdout or "3920" in result.stdout
+
+
 @pytest.mark.parametrize("text, named", [
     ('[[steps]]\ncommand = "build-scan"\n[steps.options]\nout = "x"\nsplits = ["length"]\n', "'splits'"),
     ('[[steps]]\ncommand = "build-scan"\nfrobnicate = 1\n', "'frobnicate'"),

@@ -1,0 +1,56 @@
+"""Train the zoo `transformer` with its SCAN recipe on one SCAN splitting for a fixed step budget, then score it.
+
+Prints the steps, the training wall time, the selected step and the test exact match, so RESULTS.md can record
+whether `transformer` reaches >= 99% on `simple` within 15 minutes on this machine (and the same run on
+`addprim_jump`, where 000 Table 3 reports ~3%).
+
+Run: .venv/bin/python benchmarks/scan_training.py --split simple --max-steps 800 --work /tmp/scan-bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from benchbuild.evaluation.evaluate import evaluate_run
+from benchbuild.scan.build import build_scan
+from benchbuild.training.loop import train
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="simple")
+    parser.add_argument("--max-steps", type=int, default=800)
+    parser.add_argument("--eval-every", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/scan-bench"))
+    args = parser.parse_args()
+
+    data = args.work / "scan" / args.split
+    if not data.exists():
+        build_scan(args.work / "scan", names=[args.split])
+    run = args.work / f"run-{args.split}-seed{args.seed}"
+    start = time.perf_counter()
+    result = train("transformer", data, run, seed=args.seed, max_steps=args.max_steps, device="cpu",
+                   overrides={"eval_every": args.eval_every}, progress=False, overwrite=True)
+    trained = time.perf_counter() - start
+    start = time.perf_counter()
+    metrics = evaluate_run(run, data, split="test", beam=1, batch_size=256, device="cpu", progress=False)
+    decoded = time.perf_counter() - start
+    summary = {
+        "machine": f"{platform.machine()} {platform.node()}, torch threads {torch.get_num_threads()}",
+        "split": args.split, "steps": result.steps, "selected_step": result.selected_step,
+        "validation_exact_match": result.validation_exact_match, "train_seconds": round(trained, 1),
+        "test_rows": metrics.get("rows"), "test_exact_match": metrics.get("exact_match"),
+        "decode_seconds": round(decoded, 1),
+    }
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
