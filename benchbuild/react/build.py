@@ -24,7 +24,7 @@ from benchbuild.fingerprint import input_fingerprint
 from benchbuild.react.cache import StageCache, stage_key
 from benchbuild.react.degree import CHUNK_LINES, DegreeParameters, DegreeScorer
 from benchbuild.react.normalize import Normalizer
-from benchbuild.react.progress import progress_bar
+from benchbuild.progress import progress_bar
 from benchbuild.react.selection import candidate_pool, select_by_uncertainty
 from benchbuild.react.stats import table2
 
@@ -101,12 +101,12 @@ def _read(corpus: ParallelInput, label: str, source: Normalizer, target: Normali
     stats = CorpusStats()
     lines, sources, targets = [], [], []
     total = corpus.validate()
-    with progress_bar(progress, total, f"normalizing {label}") as advance:
+    with progress_bar(f"normalizing {label}", total, progress) as advance:
         for number, source_text, target_text in corpus.rows(encoding_errors=encoding_errors, stats=stats):
             lines.append(number)
             sources.append(source(source_text))
             targets.append(target(target_text))
-            advance(1)
+            advance(amount=1)
     return Corpus(label, lines, sources, targets, stats)
 
 
@@ -250,7 +250,7 @@ def _candidates(pools: Sequence[ParallelInput], corpora: dict[str, Corpus], scor
     read = oov = empty = replaced = 0
     for index, pool in enumerate(pools):
         stats = CorpusStats()
-        with progress_bar(progress, pool.validate(), f"compositional degree of pool {index}") as advance:
+        with progress_bar(f"compositional degree of pool {index}", pool.validate(), progress) as advance:
             chunk: list[tuple[int, str, str]] = []
             rows = pool.rows(encoding_errors=parameters.encoding_errors, stats=stats)
             for row in chain(rows, [None]):  # None: flush the last chunk
@@ -266,7 +266,7 @@ def _candidates(pools: Sequence[ParallelInput], corpora: dict[str, Corpus], scor
                             targets.append(target)
                             degrees.append(degree)
                     oov += len(chunk) - int(scores.in_vocabulary.sum())
-                    advance(len(chunk))
+                    advance(amount=len(chunk))
                     chunk = []
         read += stats.pairs_read
         empty += stats.empty_dropped
@@ -329,7 +329,7 @@ def _uncertainty(run_dirs: Sequence[str], sources: Sequence[str], parameters: Re
     from benchbuild.react.uncertainty import Ensemble, ensemble_rmi
 
     ensemble = Ensemble.load(run_dirs, device=_member_device(device, 0))
-    with progress_bar(progress, len(sources), "ensemble uncertainty") as advance:
+    with progress_bar("ensemble uncertainty", len(sources), progress) as advance:
         rmi, _ = ensemble_rmi(ensemble, sources, beam=parameters.beam, batch_size=parameters.batch_size,
                               advance=advance)
     return {"rmi": rmi}

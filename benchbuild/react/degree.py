@@ -23,7 +23,7 @@ import numpy as np
 
 from benchbuild.react.ngrams import EncodedLines, NgramDictionary, Vocabulary
 from benchbuild.react.normalize import Normalizer
-from benchbuild.react.progress import progress_bar
+from benchbuild.progress import progress_bar
 
 CHUNK_LINES = 65_536
 
@@ -134,14 +134,14 @@ def write_degree_table(train_source: str | Path, pool: str | Path, out: str | Pa
     target = _open_output(out)
     try:
         target.write("line\tdegree\n")
-        with progress_bar(progress, total, "compositional degree") as advance:
+        with progress_bar("compositional degree", total, progress) as advance:
             numbered = _every_line(read_lines(pool, encoding_errors=encoding_errors), total)
             for numbers, scores in _score_numbered(scorer, numbered):
                 for number, degree in zip(numbers, scores.degree.tolist()):
                     target.write(f"{number}\t{'' if degree != degree else format(degree, '.6f')}\n")
                 counts["lines"] += len(numbers)
                 counts["scored"] += int(scores.in_vocabulary.sum())
-                advance(len(numbers))
+                advance(amount=len(numbers))
         counts["dropped"] = counts["lines"] - counts["scored"]
     except BaseException:
         target.close()

@@ -211,7 +211,7 @@ class Ensemble:
 
 
 def ensemble_rmi(ensemble: Ensemble, sources: Sequence[str], *, beam: int = 5, batch_size: int = 64,
-                 max_new_tokens: int | None = None, advance: Callable[[int], None] = lambda steps: None
+                 max_new_tokens: int | None = None, advance: Callable[..., None] = lambda label="", amount=1: None
                  ) -> tuple[list[float], list[list[int]]]:
     """Decode and score every source (batches of similar length); RMI and hypothesis per source, in input order.
 
@@ -234,5 +234,5 @@ def ensemble_rmi(ensemble: Ensemble, sources: Sequence[str], *, beam: int = 5, b
             for index, hypothesis, value in zip(chunk[offset:offset + step], decoded[offset:offset + step],
                                                 scores.tolist()):
                 rmi[index], hypotheses[index] = value, hypothesis
-        advance(len(chunk))
+        advance(amount=len(chunk))
     return rmi, hypotheses
