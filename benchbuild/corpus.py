@@ -98,24 +98,16 @@ def read_tsv(path: str | Path, *, encoding_errors: EncodingErrors = "strict",
 
 
 def _tsv_rows(path: Path, encoding_errors: str, stats: CorpusStats) -> Iterator[tuple[int, str, str]]:
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            stats.pairs_read += 1
-            text, replaced = _decode(raw, path, number, encoding_errors)
-            if replaced:
-                stats.replaced_characters_lines += 1
-            if not text.strip():
-                stats.empty_dropped += 1
-                continue
-            columns = text.split("\t")
-            if len(columns) != 2:
-                raise BenchbuildError(f"`{path}` line {number} has {len(columns)} tab-separated columns, "
-                                      "expected 2 (source<TAB>target)")
-            source_text, target_text = columns
-            if not source_text.strip() or not target_text.strip():
-                stats.empty_dropped += 1
-                continue
-            yield number, source_text, target_text
+    for number, text in _monolingual_rows(path, encoding_errors, stats):
+        columns = text.split("\t")
+        if len(columns) != 2:
+            raise BenchbuildError(f"`{path}` line {number} has {len(columns)} tab-separated columns, "
+                                  "expected 2 (source<TAB>target)")
+        source_text, target_text = columns
+        if not source_text.strip() or not target_text.strip():
+            stats.empty_dropped += 1
+            continue
+        yield number, source_text, target_text
 
 
 def read_lines(path: str | Path, *, encoding_errors: EncodingErrors = "strict",
