@@ -133,11 +133,14 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     validation_sources = [row["source"] for row in validation_rows]
     validation_targets = [row["target"] for row in validation_rows]
     log_every = max(1, training_recipe.eval_every // 10)
+    lengths = (tuple(len(target) + len(source) for source, target in zip(train_encoded.sources, train_encoded.targets))
+               if training_recipe.bucket_by_length else None)
     window: list[float] = []
 
     with _StepProgress(progress and accelerator.is_main_process, budget, state["step"]) as advance:
         while state["step"] < budget:
-            indices = batch_indices(state["step"], training_recipe.batch_size, len(train_encoded.sources), seed)
+            indices = batch_indices(state["step"], training_recipe.batch_size, len(train_encoded.sources), seed,
+                                    lengths)
             batch = collate(train_encoded, indices[accelerator.process_index::accelerator.num_processes],
                             tokenizer.pad_token_id, tokenizer.bos_token_id, accelerator.device)
             network.train()
@@ -215,44 +218,70 @@ def encode_rows(tokenizer, rows: Sequence[Mapping[str, Any]]) -> EncodedSplit:
     return EncodedSplit(sources=sources, targets=targets)
 
 
-def batch_indices(step: int, batch_size: int, size: int, seed: int) -> list[int]:
-    """Row indices of the batch at `step`: consecutive slices of a stream of seeded per-epoch permutations."""
-    indices = []
-    for position in range(step * batch_size, (step + 1) * batch_size):
-        epoch, offset = divmod(position, size)
-        indices.append(int(_epoch_permutation(seed, epoch, size)[offset]))
-    return indices
+def batch_indices(step: int, batch_size: int, size: int, seed: int, lengths: Sequence[int] | None = None) -> list[int]:
+    """Row indices of the batch at `step`, a pure function of (seed, step): every epoch visits each row once.
+
+    Without `lengths`, batches are consecutive slices of a seeded per-epoch permutation. With `lengths` (one per
+    row), each epoch's permutation is cut into pools of `BUCKET_POOL_BATCHES` batches, every pool is sorted by
+    length (stable, so ties keep the shuffled order) and cut into batches, and the epoch's batches are shuffled:
+    a batch holds rows of similar length, so little of it is padding, and its length class is still random.
+    """
+    batches = _epoch_batches(seed, step // _batches_per_epoch(size, batch_size), size, batch_size,
+                             None if lengths is None else tuple(lengths))
+    return [int(index) for index in batches[step % len(batches)]]
 
 
-_permutations: dict[tuple[int, int, int], np.ndarray] = {}
+BUCKET_POOL_BATCHES = 64
+_epochs: dict[tuple, list[np.ndarray]] = {}
 
 
-def _epoch_permutation(seed: int, epoch: int, size: int) -> np.ndarray:
-    key = (seed, epoch, size)
-    if key not in _permutations:
-        if len(_permutations) > 4:
-            _permutations.clear()
-        _permutations[key] = np.random.default_rng([seed, epoch]).permutation(size)
-    return _permutations[key]
+def _batches_per_epoch(size: int, batch_size: int) -> int:
+    return -(-size // batch_size)
+
+
+def _epoch_batches(seed: int, epoch: int, size: int, batch_size: int, lengths: tuple[int, ...] | None
+                   ) -> list[np.ndarray]:
+    key = (seed, epoch, size, batch_size, None if lengths is None else hash(lengths))
+    if key not in _epochs:
+        if len(_epochs) > 4:
+            _epochs.clear()
+        order = np.random.default_rng([seed, epoch]).permutation(size)
+        if lengths is None:
+            _epochs[key] = [order[start:start + batch_size] for start in range(0, size, batch_size)]
+        else:
+            by_length = np.asarray(lengths)
+            pool = batch_size * BUCKET_POOL_BATCHES
+            batches = []
+            for start in range(0, size, pool):
+                members = order[start:start + pool]
+                members = members[np.argsort(by_length[members], kind="stable")]
+                batches.extend(members[first:first + batch_size] for first in range(0, len(members), batch_size))
+            shuffle = np.random.default_rng([seed, epoch, 1]).permutation(len(batches))
+            _epochs[key] = [batches[index] for index in shuffle]
+    return _epochs[key]
 
 
 def collate(encoded: EncodedSplit, indices: Sequence[int], pad_id: int, bos_id: int, device) -> dict[str, torch.Tensor]:
     """Padded encoder ids + mask, decoder inputs (`<s>` + target shifted right) and labels (-100 on padding)."""
     sources = [encoded.sources[i] for i in indices]
     targets = [encoded.targets[i] for i in indices]
-    source_length = max(len(ids) for ids in sources)
-    target_length = max(len(ids) for ids in targets)
-    input_ids = torch.full((len(indices), source_length), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(indices), source_length), dtype=torch.long)
-    labels = torch.full((len(indices), target_length), -100, dtype=torch.long)
-    decoder_input_ids = torch.full((len(indices), target_length), pad_id, dtype=torch.long)
-    for row, (source, target) in enumerate(zip(sources, targets)):
-        input_ids[row, :len(source)] = torch.tensor(source)
-        attention_mask[row, :len(source)] = 1
-        labels[row, :len(target)] = torch.tensor(target)
-        decoder_input_ids[row, :len(target)] = torch.tensor([bos_id, *target[:-1]])
-    return {name: tensor.to(device) for name, tensor in (("input_ids", input_ids), ("attention_mask", attention_mask),
-                                                         ("decoder_input_ids", decoder_input_ids), ("labels", labels))}
+    source_filled = _filled(sources)
+    target_filled = _filled(targets)
+    input_ids = np.full(source_filled.shape, pad_id, dtype=np.int64)
+    input_ids[source_filled] = np.concatenate(sources)
+    labels = np.full(target_filled.shape, -100, dtype=np.int64)
+    labels[target_filled] = np.concatenate(targets)
+    decoder_input_ids = np.full(target_filled.shape, pad_id, dtype=np.int64)
+    decoder_input_ids[target_filled] = np.concatenate([[bos_id, *target[:-1]] for target in targets])
+    tensors = (("input_ids", input_ids), ("attention_mask", source_filled.astype(np.int64)),
+               ("decoder_input_ids", decoder_input_ids), ("labels", labels))
+    return {name: torch.from_numpy(array).to(device) for name, array in tensors}
+
+
+def _filled(sequences: Sequence[Sequence[int]]) -> np.ndarray:
+    """(rows, longest) booleans: True where row i has a token (row-major order matches their concatenation)."""
+    lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
+    return np.arange(lengths.max())[None, :] < lengths[:, None]
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:

@@ -32,6 +32,7 @@ class TrainingRecipe:
     eval_batch_size: int = 256
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
+    bucket_by_length: bool = True
 
     def __post_init__(self) -> None:
         positive = {"steps": self.steps, "batch_size": self.batch_size, "eval_every": self.eval_every,

@@ -23,6 +23,7 @@ from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.zoo.dropout import Dropout
 from benchbuild.zoo.transformer import Stack, TokenEmbedding, TransformerConfig, TransformerForSeq2Seq
 
 
@@ -82,7 +83,7 @@ class DangleForSeq2Seq(TransformerForSeq2Seq):
         # Skip the Transformer's own stacks: Dangle keeps its embedding, decoder, init and `decode` but encodes anew.
         super(TransformerForSeq2Seq, self).__init__(config)
         self.embedding = TokenEmbedding(config)
-        self.embedding_dropout = nn.Dropout(config.dropout)
+        self.embedding_dropout = Dropout(config.dropout)
         self.adaptive_stack = Stack(config, decoder=False, count=config.adaptive_layers, final_norm=False)
         self.source_stack = Stack(config, decoder=False, count=config.source_layers)
         if config.separate_keys_values:

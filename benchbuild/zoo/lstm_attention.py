@@ -11,6 +11,7 @@ from torch import nn
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from benchbuild.zoo.recurrent import attentive_decoder_states, bidirectional_states, init_recurrent_model
+from benchbuild.zoo.dropout import Dropout
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel
 
 
@@ -44,7 +45,7 @@ class LSTMAttentionForSeq2Seq(ZooSeq2SeqModel):
                                     dropout=config.dropout if config.num_layers > 1 else 0.0)
         self.decoder_cell = nn.LSTMCell(config.d_embedding + width, width)
         self.output = nn.Linear(2 * width, config.vocab_size)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.post_init()
 
     @torch.no_grad()

@@ -18,6 +18,7 @@ from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput
 
 from benchbuild.zoo.recurrent import attentive_decoder_states, init_recurrent_model, separate_directions
+from benchbuild.zoo.dropout import Dropout
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel
 
 
@@ -62,7 +63,7 @@ class SyntacticAttentionForSeq2Seq(ZooSeq2SeqModel):
         self.target_embedding = nn.Embedding(config.vocab_size, config.d_syntactic)
         self.decoder_cell = nn.LSTMCell(config.d_syntactic + width, width)
         self.output = nn.Linear(config.d_semantic, config.vocab_size)  # f in Eq. 1
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.post_init()
 
     @torch.no_grad()

@@ -43,6 +43,7 @@ from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.zoo.dropout import Dropout, scaled_dot_product_attention
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel, check_choice
 
 POSITIONS = ("absolute", "relative", "t5_bias", "fixed_span", "none")
@@ -196,7 +197,7 @@ class Attention(nn.Module):
         dropout = self.dropout if self.training else 0.0
         if self.causal and key_mask is None and self.position in ("absolute", "none") and (past == 0 or length_q == 1):
             # One new query after the cached prefix may see every key; a whole sequence needs the causal mask.
-            attended = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=past == 0 and length_q > 1)
+            attended = scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=past == 0 and length_q > 1)
             return self.out(attended.transpose(1, 2).reshape(x.size(0), length_q, -1))
         allowed = None if key_mask is None else key_mask[:, None, None, :].bool()
         bias = None
@@ -218,7 +219,7 @@ class Attention(nn.Module):
             mask = bias if allowed is None else bias.masked_fill(~allowed, float("-inf"))
         else:
             mask = allowed
-        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+        attended = scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
         return self.out(attended.transpose(1, 2).reshape(x.size(0), length_q, -1))
 
     def _relative_term(self, q: torch.Tensor, distance: torch.Tensor, past: int) -> torch.Tensor:
@@ -274,7 +275,7 @@ class SelfAttentionGate(nn.Module):
 
 class FeedForward(nn.Sequential):
     def __init__(self, d_model: int, d_ff: int, dropout: float):
-        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), Dropout(dropout), nn.Linear(d_ff, d_model))
 
 
 class Layer(nn.Module):
@@ -300,7 +301,7 @@ class Layer(nn.Module):
             self.fuse_norm = nn.LayerNorm(d)
         self.feed_forward = FeedForward(d, config.d_ff, config.activation_dropout)
         self.feed_forward_norm = nn.LayerNorm(d)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def _sublayer(self, x: torch.Tensor, norm: nn.LayerNorm, compute) -> torch.Tensor:
         if self.pre_norm:
@@ -360,7 +361,7 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
     def __init__(self, config: TransformerConfig):
         super().__init__(config)
         self.embedding = TokenEmbedding(config)
-        self.embedding_dropout = nn.Dropout(config.dropout)
+        self.embedding_dropout = Dropout(config.dropout)
         self.encoder_stack = Stack(config, decoder=False)
         self.decoder_stack = Stack(config, decoder=True)
         self.post_init()

@@ -1,0 +1,57 @@
+"""Dropout that is cheap on CPU: the keep mask comes from 16-bit slices of 64-bit random words.
+
+On CPU, `torch.nn.functional.dropout` draws one random number per element (`bernoulli_`), which took about a
+quarter of a SCAN training step of the zoo Transformer on 2 cores (`benchmarks/zoo_step_time.py`). Here one 64-bit
+draw yields four 16-bit uniforms, and an element is kept when its uniform is at least round(p · 2¹⁶): the drop
+probability is p to within 2⁻¹⁷, kept elements are scaled by 1 / (1 - p) as usual. The draws come from torch's
+global generator, so seeding and checkpointed RNG state make runs reproducible exactly as with `F.dropout`. On other
+devices, and outside training, these are `F.dropout` and `F.scaled_dot_product_attention` unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+_SLICES = 4  # 16-bit uniforms per 64-bit draw
+
+
+def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
+    """A boolean CPU tensor of `shape`, each element False with probability p (to within 2⁻¹⁷), independently."""
+    count = math.prod(shape)
+    words = torch.randint(-2**63, 2**63 - 1, (-(-count // _SLICES),), dtype=torch.int64)
+    threshold = round(p * 65536) - 32768  # the int16 view of a uniform 16-bit value u is u - 32768
+    return words.view(torch.int16)[:count].view(shape) >= threshold
+
+
+def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """`F.dropout(x, p, training)`, with the CPU mask of `keep_mask`."""
+    if not training or p == 0.0:
+        return x
+    if x.device.type != "cpu" or p >= 1.0:
+        return F.dropout(x, p, training)
+    return torch.where(keep_mask(x.shape, p), x * (1.0 / (1.0 - p)), 0.0)
+
+
+class Dropout(nn.Dropout):
+    """`nn.Dropout` with `dropout`'s CPU mask (same parameters, same state dict: none)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return dropout(x, self.p, self.training)
+
+
+def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False) -> torch.Tensor:
+    """`F.scaled_dot_product_attention`; when it would drop attention weights on CPU (where it takes its unfused
+    path anyway), the same computation spelled out with `dropout`'s mask."""
+    if dropout_p == 0.0 or q.device.type != "cpu":
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal)
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
+    if is_causal:
+        attn_mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+    return dropout(scores.softmax(dim=-1), dropout_p, True) @ v
