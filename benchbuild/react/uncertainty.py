@@ -78,9 +78,11 @@ class Ensemble:
              batched: bool | None = None) -> "Ensemble":
         """Members from run folders (`from_pretrained`); all must share one tokenizer vocabulary."""
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+        from transformers.utils import logging as transformers_logging
 
         from benchbuild import zoo
 
+        transformers_logging.disable_progress_bar()  # "Loading weights" bars would interleave with ours
         zoo.register()
         tokenizers = [AutoTokenizer.from_pretrained(str(path)) for path in run_dirs]
         for path, tokenizer in zip(run_dirs[1:], tokenizers[1:]):

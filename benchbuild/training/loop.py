@@ -9,6 +9,7 @@ are a pure function of (seed, step), and every random state that changes during 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -108,7 +109,7 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
                                   overrides=architecture_overrides)
     optimizer = torch.optim.AdamW(network.parameters(), lr=training_recipe.learning_rate,
                                   betas=(training_recipe.adam_beta1, training_recipe.adam_beta2),
-                                  weight_decay=training_recipe.weight_decay)
+                                  weight_decay=training_recipe.weight_decay, fused=True)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, training_recipe.learning_rate_factor)
     state = {"step": 0, "best": None, "best_step": None}
     if checkpoint is not None:
@@ -133,23 +134,13 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     validation_sources = [row["source"] for row in validation_rows]
     validation_targets = [row["target"] for row in validation_rows]
     log_every = max(1, training_recipe.eval_every // 10)
-    lengths = (tuple(len(target) + len(source) for source, target in zip(train_encoded.sources, train_encoded.targets))
-               if training_recipe.bucket_by_length else None)
     window: list[float] = []
 
     with _StepProgress(progress and accelerator.is_main_process, budget, state["step"]) as advance:
         while state["step"] < budget:
-            indices = batch_indices(state["step"], training_recipe.batch_size, len(train_encoded.sources), seed,
-                                    lengths)
-            batch = collate(train_encoded, indices[accelerator.process_index::accelerator.num_processes],
-                            tokenizer.pad_token_id, tokenizer.bos_token_id, accelerator.device)
+            indices = batch_indices(state["step"], training_recipe.batch_size, len(train_encoded.sources), seed)
             network.train()
-            with accelerator.autocast():
-                logits = network(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                                 decoder_input_ids=batch["decoder_input_ids"]).logits
-            loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), batch["labels"].reshape(-1),
-                                   ignore_index=-100, label_smoothing=training_recipe.label_smoothing)
-            accelerator.backward(loss)
+            loss = backward_batch(accelerator, network, train_encoded, indices, tokenizer, training_recipe)
             if training_recipe.grad_clip > 0:
                 accelerator.clip_grad_norm_(network.parameters(), training_recipe.grad_clip)
             learning_rate = scheduler.get_last_lr()[0]
@@ -189,6 +180,31 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
                        validation_exact_match=state["best"], resumed_from=resumed_from)
 
 
+def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequence[int], tokenizer,
+                   training_recipe: TrainingRecipe) -> torch.Tensor:
+    """Accumulate the gradient of this process's share of the batch `indices` (its mean token loss) in `network`,
+    one length-sorted micro-batch at a time (`micro_batches`); returns that mean token loss."""
+    mine = indices[accelerator.process_index::accelerator.num_processes]
+    tokens = sum(len(encoded.targets[index]) for index in mine)
+    parts = micro_batches(encoded, mine, training_recipe.micro_batches)
+    loss = torch.zeros((), device=accelerator.device)
+    for number, part in enumerate(parts):
+        batch = collate(encoded, part, tokenizer.pad_token_id, tokenizer.bos_token_id, accelerator.device)
+        synchronise = contextlib.nullcontext() if number == len(parts) - 1 else accelerator.no_sync(network)
+        with synchronise:
+            with accelerator.autocast():
+                logits = network(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                                 decoder_input_ids=batch["decoder_input_ids"]).logits
+            # Summed over the part's tokens, divided by the whole share's: the parts' gradients add up to the
+            # gradient of the share's mean token loss.
+            part_loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), batch["labels"].reshape(-1),
+                                        ignore_index=-100, label_smoothing=training_recipe.label_smoothing,
+                                        reduction="sum") / tokens
+            accelerator.backward(part_loss)
+        loss += part_loss.detach()
+    return loss
+
+
 def split_validation(splits: Mapping[str, Any], validation_split: str | None, seed: int
                      ) -> tuple[list[dict], list[dict], str]:
     """(train rows, validation rows, how validation was chosen): the named split, else `validation`, else a
@@ -218,47 +234,54 @@ def encode_rows(tokenizer, rows: Sequence[Mapping[str, Any]]) -> EncodedSplit:
     return EncodedSplit(sources=sources, targets=targets)
 
 
-def batch_indices(step: int, batch_size: int, size: int, seed: int, lengths: Sequence[int] | None = None) -> list[int]:
-    """Row indices of the batch at `step`, a pure function of (seed, step): every epoch visits each row once.
-
-    Without `lengths`, batches are consecutive slices of a seeded per-epoch permutation. With `lengths` (one per
-    row), each epoch's permutation is cut into pools of `BUCKET_POOL_BATCHES` batches, every pool is sorted by
-    length (stable, so ties keep the shuffled order) and cut into batches, and the epoch's batches are shuffled:
-    a batch holds rows of similar length, so little of it is padding, and its length class is still random.
-    """
-    batches = _epoch_batches(seed, step // _batches_per_epoch(size, batch_size), size, batch_size,
-                             None if lengths is None else tuple(lengths))
-    return [int(index) for index in batches[step % len(batches)]]
+def batch_indices(step: int, batch_size: int, size: int, seed: int) -> list[int]:
+    """Row indices of the batch at `step`: consecutive slices of a stream of seeded per-epoch permutations."""
+    indices = []
+    for position in range(step * batch_size, (step + 1) * batch_size):
+        epoch, offset = divmod(position, size)
+        indices.append(int(_epoch_permutation(seed, epoch, size)[offset]))
+    return indices
 
 
-BUCKET_POOL_BATCHES = 64
-_epochs: dict[tuple, list[np.ndarray]] = {}
+_permutations: dict[tuple[int, int, int], np.ndarray] = {}
 
 
-def _batches_per_epoch(size: int, batch_size: int) -> int:
-    return -(-size // batch_size)
+def _epoch_permutation(seed: int, epoch: int, size: int) -> np.ndarray:
+    key = (seed, epoch, size)
+    if key not in _permutations:
+        if len(_permutations) > 4:
+            _permutations.clear()
+        _permutations[key] = np.random.default_rng([seed, epoch]).permutation(size)
+    return _permutations[key]
 
 
-def _epoch_batches(seed: int, epoch: int, size: int, batch_size: int, lengths: tuple[int, ...] | None
-                   ) -> list[np.ndarray]:
-    key = (seed, epoch, size, batch_size, None if lengths is None else hash(lengths))
-    if key not in _epochs:
-        if len(_epochs) > 4:
-            _epochs.clear()
-        order = np.random.default_rng([seed, epoch]).permutation(size)
-        if lengths is None:
-            _epochs[key] = [order[start:start + batch_size] for start in range(0, size, batch_size)]
-        else:
-            by_length = np.asarray(lengths)
-            pool = batch_size * BUCKET_POOL_BATCHES
-            batches = []
-            for start in range(0, size, pool):
-                members = order[start:start + pool]
-                members = members[np.argsort(by_length[members], kind="stable")]
-                batches.extend(members[first:first + batch_size] for first in range(0, len(members), batch_size))
-            shuffle = np.random.default_rng([seed, epoch, 1]).permutation(len(batches))
-            _epochs[key] = [batches[index] for index in shuffle]
-    return _epochs[key]
+def micro_batches(encoded: EncodedSplit, indices: Sequence[int], count: int) -> list[list[int]]:
+    """`indices` sorted by (target, source) length and cut into `count` parts (fewer when the batch has fewer rows)
+    at the points that minimise the padded target tokens, Σ rows × longest target, each part padding only to its own
+    longest row. Together the parts are exactly the batch."""
+    order = sorted(indices, key=lambda index: (len(encoded.targets[index]), len(encoded.sources[index])))
+    lengths = np.asarray([len(encoded.targets[index]) for index in order], dtype=np.int64)
+    cuts = _best_cuts(lengths, min(count, len(order)))
+    return [order[start:end] for start, end in zip(cuts, cuts[1:])]
+
+
+def _best_cuts(lengths: np.ndarray, parts: int) -> list[int]:
+    """Boundaries 0 = c₀ < c₁ < … < c_parts = n of ascending `lengths` minimising Σ (c_k - c_{k-1}) · lengths[c_k - 1]
+    (dynamic programming over the end of each part; ties go to the earliest cut)."""
+    n = len(lengths)
+    starts, ends = np.arange(n + 1)[:, None], np.arange(n + 1)[None, :]
+    # cost[i, j]: rows i..j-1 as one part; infinite unless i < j.
+    cost = np.where(starts < ends, (ends - starts) * lengths[np.maximum(ends - 1, 0)], np.iinfo(np.int64).max // 4)
+    best = np.where(np.arange(n + 1) == 0, 0, np.iinfo(np.int64).max // 4)  # best[j]: rows 0..j-1 in k parts
+    choices = []
+    for _ in range(parts):
+        totals = best[:, None] + cost
+        choices.append(totals.argmin(axis=0))
+        best = totals.min(axis=0)
+    cuts = [n]
+    for choice in reversed(choices):
+        cuts.append(int(choice[cuts[-1]]))
+    return cuts[::-1]
 
 
 def collate(encoded: EncodedSplit, indices: Sequence[int], pad_id: int, bos_id: int, device) -> dict[str, torch.Tensor]:

@@ -17,7 +17,14 @@ SCAN_LIKE_FAMILIES = frozenset({"scan"})
 
 @dataclass(frozen=True)
 class TrainingRecipe:
-    """How to train one model on one family of benchmarks (the catalogue's `[recipe.scan]` / `[recipe.mt]`)."""
+    """How to train one model on one family of benchmarks (the catalogue's `[recipe.scan]` / `[recipe.mt]`).
+
+    `micro_batches`: each batch is sorted by length and cut into this many parts whose gradients are accumulated
+    before the optimizer step. The update is the whole batch's (its mean token loss), only the padding shrinks: on
+    SCAN a random batch pads every target to ~48 tokens while most are ~15. (Batches built from rows of similar
+    length instead, i.e. length bucketing, cut padding too but slowed SCAN convergence several-fold: see
+    benchmarks/RESULTS.md.)
+    """
 
     steps: int
     batch_size: int
@@ -32,10 +39,11 @@ class TrainingRecipe:
     eval_batch_size: int = 256
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
-    bucket_by_length: bool = True
+    micro_batches: int = 4
 
     def __post_init__(self) -> None:
         positive = {"steps": self.steps, "batch_size": self.batch_size, "eval_every": self.eval_every,
+                    "micro_batches": self.micro_batches,
                     "eval_batch_size": self.eval_batch_size, "learning_rate": self.learning_rate}
         for key, value in positive.items():
             if not value > 0:

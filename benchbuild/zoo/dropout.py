@@ -33,7 +33,7 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
         return x
     if x.device.type != "cpu" or p >= 1.0:
         return F.dropout(x, p, training)
-    return torch.where(keep_mask(x.shape, p), x * (1.0 / (1.0 - p)), 0.0)
+    return x * keep_mask(x.shape, p).to(x.dtype).mul_(1.0 / (1.0 - p))
 
 
 class Dropout(nn.Dropout):

@@ -1,0 +1,83 @@
+"""Time a SCAN training step of the zoo `transformer` (SCAN recipe: batch 256) on CPU, with and without the two
+savings of `benchbuild train`: length-sorted micro-batches (`micro_batches`, default 4, against 1 = the whole padded
+batch) and the cheap CPU dropout masks of `benchbuild.zoo.dropout` (against `torch.nn.functional.dropout`).
+
+The same batches of SCAN `simple` (seeded, as in training) are run by each variant in turn within one process, so
+load from other processes hits all alike; the median step times and their ratios are printed.
+
+Run: .venv/bin/python benchmarks/scan_step_time.py [--steps 12] [--work /tmp/scan-bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from accelerate import Accelerator
+
+import benchbuild.zoo.dropout as zoo_dropout
+from benchbuild.benchmark import load_splits
+from benchbuild.scan.build import build_scan
+from benchbuild.training.loop import backward_batch, batch_indices, encode_rows
+from benchbuild.training.recipe import TrainingRecipe
+from benchbuild.training.tokenization import build_tokenizer
+from benchbuild.zoo import build_model, load_entry
+
+FAST_DROPOUT = zoo_dropout.dropout
+
+
+def torch_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    return F.dropout(x, p, training) if p > 0 else x
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/scan-bench"))
+    args = parser.parse_args()
+
+    data = args.work / "scan" / "simple"
+    if not data.exists():
+        build_scan(args.work / "scan", names=["simple"])
+    rows = list(load_splits(data)["train"])
+    tokenizer = build_tokenizer([text for row in rows for text in (row["source"], row["target"])], "word", None)
+    encoded = encode_rows(tokenizer, rows)
+    torch.manual_seed(0)
+    network = build_model(load_entry("transformer"), vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    network.train()
+    optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3, fused=True)
+    accelerator = Accelerator(cpu=True)
+    variants = {"micro_batches=4, cheap dropout (default)": (4, FAST_DROPOUT),
+                "micro_batches=1, cheap dropout": (1, FAST_DROPOUT),
+                "micro_batches=4, F.dropout": (4, torch_dropout),
+                "micro_batches=1, F.dropout (before)": (1, torch_dropout)}
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for step in range(args.steps + 2):  # the first two rounds warm up
+        indices = batch_indices(step, 256, len(encoded.sources), 0)
+        for name, (parts, dropout) in variants.items():
+            zoo_dropout.dropout = dropout
+            recipe = TrainingRecipe(steps=1, batch_size=256, learning_rate=1e-3, micro_batches=parts)
+            start = time.perf_counter()
+            backward_batch(accelerator, network, encoded, indices, tokenizer, recipe)
+            torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            if step >= 2:
+                times[name].append(time.perf_counter() - start)
+    zoo_dropout.dropout = FAST_DROPOUT
+    print(f"machine: {platform.machine()} {platform.node()}, torch {torch.__version__}, "
+          f"threads {torch.get_num_threads()}; {args.steps} steps of batch 256 on SCAN simple per variant")
+    baseline = statistics.median(times["micro_batches=1, F.dropout (before)"])
+    for name, measured in times.items():
+        median = statistics.median(measured)
+        print(f"{name:42s} median {median * 1000:7.1f} ms/step   speed-up vs before {baseline / median:4.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""The zoo's CPU dropout: the drop rate, the scaling, reproducibility, and attention identical to PyTorch's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from benchbuild.zoo.dropout import Dropout, dropout, keep_mask, scaled_dot_product_attention
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
+def test_the_mask_drops_a_fraction_p_of_independent_elements(p):
+    torch.manual_seed(0)
+    kept = keep_mask((1000, 1000), p).float()
+    assert abs(1.0 - kept.mean().item() - p) < 0.002
+    rows = kept.view(-1, 4)  # the four 16-bit slices of one random word must not be correlated
+    assert abs((rows[:, 0] * rows[:, 1]).mean().item() - (1 - p) ** 2) < 0.003
+    assert abs((rows[:, 2] * rows[:, 3]).mean().item() - (1 - p) ** 2) < 0.003
+
+
+def test_dropout_scales_kept_elements_passes_gradients_and_is_the_identity_outside_training():
+    x = (torch.rand(64, 33) + 1.0).requires_grad_()
+    torch.manual_seed(3)
+    y = dropout(x, 0.25, True)
+    torch.manual_seed(3)
+    kept = keep_mask(x.shape, 0.25)
+    assert torch.equal(y, torch.where(kept, x * (1 / 0.75), 0.0))
+    y.sum().backward()
+    assert torch.equal(x.grad, kept.float() / 0.75)
+    module = Dropout(0.25).eval()
+    assert module(x) is x and dropout(x, 0.0, True) is x
+
+
+def test_same_seed_same_mask_and_the_global_generator_advances():
+    torch.manual_seed(11)
+    first, second = keep_mask((50, 50), 0.1), keep_mask((50, 50), 0.1)
+    torch.manual_seed(11)
+    assert torch.equal(keep_mask((50, 50), 0.1), first) and not torch.equal(first, second)
+
+
+@pytest.mark.parametrize("case", ["plain", "causal", "boolean", "additive"])
+def test_the_spelled_out_attention_equals_pytorchs(case):
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(3, 4, 7, 8, generator=generator) for _ in range(3))
+    mask = None
+    if case == "boolean":
+        mask = torch.rand(3, 1, 1, 7, generator=generator) > 0.3
+        mask[..., 0] = True
+    if case == "additive":
+        mask = torch.randn(1, 4, 7, 7, generator=generator)
+    causal = case == "causal"
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+    # A drop probability under 2^-17 rounds to a threshold that keeps every weight: the spelled-out path, no drops.
+    ours = scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=1e-9, is_causal=causal)
+    torch.testing.assert_close(ours, expected)
+
+
+def test_attention_dropout_drops_weights_after_the_softmax():
+    generator = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, 2, 5, 4, generator=generator) for _ in range(3))
+    torch.manual_seed(5)
+    ours = scaled_dot_product_attention(q, k, v, dropout_p=0.2)
+    torch.manual_seed(5)
+    weights = (q @ k.transpose(-2, -1) / 2.0).softmax(-1)
+    expected = torch.where(keep_mask(weights.shape, 0.2), weights / 0.8, 0.0) @ v
+    torch.testing.assert_close(ours, expected)
