@@ -48,6 +48,9 @@ def main() -> None:
         "validation_exact_match": result.validation_exact_match, "train_seconds": round(trained, 1),
         "test_rows": metrics.get("rows"), "test_exact_match": metrics.get("exact_match"),
         "decode_seconds": round(decoded, 1),
+        "validation_by_step": [f"{line['step']}: {line['validation_exact_match']:.2f}% at {line['elapsed_s'] / 60:.1f} min"
+                               for line in map(json.loads, (run / "train_log.jsonl").read_text().splitlines())
+                               if "validation_exact_match" in line],
     }
     print(json.dumps(summary, indent=2))
 

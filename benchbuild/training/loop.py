@@ -14,6 +14,7 @@ import json
 import math
 import random
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -92,11 +93,12 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
         "recipe_family": family, "recipe": {k: v for k, v in training_recipe.to_dict().items() if k != "steps"},
         "validation": validation_name,
     }
-    run = _prepare_run_dir(out, identity, overwrite)
-
     accelerator = Accelerator(cpu=_use_cpu(device), mixed_precision=_mixed_precision(device))
+    # Under `accelerate launch`, only the main process writes the run folder; the others wait until it is ready.
+    run = _prepare_run_dir(out, identity, overwrite) if accelerator.is_main_process else {}
+    accelerator.wait_for_everyone()
     set_seed(seed)
-    tokenizer = _tokenizer(out, splits["train"], training_recipe)
+    tokenizer = _tokenizer(out, splits["train"], training_recipe, save=accelerator.is_main_process)
     train_encoded = encode_rows(tokenizer, train_rows)
     checkpoint = latest_checkpoint(out)
     if checkpoint is not None:
@@ -111,14 +113,16 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
                                   betas=(training_recipe.adam_beta1, training_recipe.adam_beta2),
                                   weight_decay=training_recipe.weight_decay, fused=True)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, training_recipe.learning_rate_factor)
-    state = {"step": 0, "best": None, "best_step": None}
+    state = {"step": 0, "best": None, "best_step": None, "elapsed": 0.0}
     if checkpoint is not None:
         saved = torch.load(checkpoint / STATE_FILE, weights_only=True)
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
-        state = {"step": int(saved["step"]), "best": saved["best"], "best_step": saved["best_step"]}
+        state = {"step": int(saved["step"]), "best": saved["best"], "best_step": saved["best_step"],
+                 "elapsed": float(saved.get("elapsed", 0.0))}
         _set_rng_state(saved["rng"])
-    _truncate_log(out / LOG_FILE, state["step"])
+    if accelerator.is_main_process:
+        _truncate_log(out / LOG_FILE, state["step"])
     resumed_from = state["step"] if checkpoint is not None else None
     network, optimizer = accelerator.prepare(network, optimizer)
 
@@ -129,12 +133,14 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
         "seed": seed, "recipe_family": family, "recipe": training_recipe.to_dict(), "step_budget": budget,
         "architecture_overrides": architecture_overrides or {}, "validation": validation_name,
         "validation_rows": len(validation_rows),
-        "device": str(accelerator.device), "mixed_precision": accelerator.mixed_precision,
+        "device": str(accelerator.device), "processes": accelerator.num_processes,
+        "mixed_precision": accelerator.mixed_precision,
     })
     validation_sources = [row["source"] for row in validation_rows]
     validation_targets = [row["target"] for row in validation_rows]
     log_every = max(1, training_recipe.eval_every // 10)
     window: list[float] = []
+    started = time.perf_counter() - state["elapsed"]  # training seconds, summed over a killed run and its resumption
 
     with _StepProgress(progress and accelerator.is_main_process, budget, state["step"]) as advance:
         while state["step"] < budget:
@@ -148,7 +154,7 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             state["step"] += 1
-            last_loss = accelerator.reduce(loss.detach(), "mean").item()
+            last_loss = accelerator.reduce(loss.detach(), "sum").item()
             window.append(last_loss)
             step = state["step"]
             if accelerator.is_main_process and (step % log_every == 0 or step == budget):
@@ -160,7 +166,9 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
                     with accelerator.autocast():
                         accuracy = _validate(accelerator.unwrap_model(network), tokenizer, validation_sources,
                                              validation_targets, training_recipe.eval_batch_size)
-                    _append_log(out / LOG_FILE, {"step": step, "validation_exact_match": accuracy})
+                    state["elapsed"] = time.perf_counter() - started
+                    _append_log(out / LOG_FILE, {"step": step, "validation_exact_match": accuracy,
+                                                 "elapsed_s": round(state["elapsed"], 1)})
                     if state["best"] is None or accuracy > state["best"]:
                         state["best"], state["best_step"] = accuracy, step
                         accelerator.unwrap_model(network).save_pretrained(out)
@@ -182,10 +190,19 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
 
 def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequence[int], tokenizer,
                    training_recipe: TrainingRecipe) -> torch.Tensor:
-    """Accumulate the gradient of this process's share of the batch `indices` (its mean token loss) in `network`,
-    one length-sorted micro-batch at a time (`micro_batches`); returns that mean token loss."""
-    mine = indices[accelerator.process_index::accelerator.num_processes]
-    tokens = sum(len(encoded.targets[index]) for index in mine)
+    """Accumulate this process's share of the gradient of the whole batch's mean token loss in `network`, one
+    length-sorted micro-batch at a time (`micro_batches`); returns this process's share of that loss (the shares
+    of all processes sum to it).
+
+    Processes take every `num_processes`-th row of the batch sorted by length, so their shares are about equally
+    long and none waits long for the others at the gradient all-reduce. Each part's summed token loss is divided
+    by the whole batch's token count and multiplied by the process count, which the all-reduce's mean undoes: the
+    update equals one process's on the whole batch.
+    """
+    processes = accelerator.num_processes
+    tokens = sum(len(encoded.targets[index]) for index in indices)
+    by_length = sorted(indices, key=lambda index: (len(encoded.targets[index]), len(encoded.sources[index])))
+    mine = by_length[accelerator.process_index::processes]
     parts = micro_batches(encoded, mine, training_recipe.micro_batches)
     loss = torch.zeros((), device=accelerator.device)
     for number, part in enumerate(parts):
@@ -195,12 +212,10 @@ def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequenc
             with accelerator.autocast():
                 logits = network(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                                  decoder_input_ids=batch["decoder_input_ids"]).logits
-            # Summed over the part's tokens, divided by the whole share's: the parts' gradients add up to the
-            # gradient of the share's mean token loss.
             part_loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), batch["labels"].reshape(-1),
                                         ignore_index=-100, label_smoothing=training_recipe.label_smoothing,
                                         reduction="sum") / tokens
-            accelerator.backward(part_loss)
+            accelerator.backward(part_loss * processes)
         loss += part_loss.detach()
     return loss
 
@@ -267,21 +282,37 @@ def micro_batches(encoded: EncodedSplit, indices: Sequence[int], count: int) -> 
 
 def _best_cuts(lengths: np.ndarray, parts: int) -> list[int]:
     """Boundaries 0 = c₀ < c₁ < … < c_parts = n of ascending `lengths` minimising Σ (c_k - c_{k-1}) · lengths[c_k - 1]
-    (dynamic programming over the end of each part; ties go to the earliest cut)."""
+    (dynamic programming over the end of each part; ties go to the earliest cut).
+
+    Some optimal cutting only cuts where the length changes (moving a cut inside a run of equal lengths to the run's
+    end moves rows from a part padded to at least that length into one padded to exactly it), so when the batch has
+    at least `parts` distinct lengths the search runs over those boundaries only: its cost grows with the number of
+    distinct lengths, not of rows. With fewer distinct lengths every position is a candidate (small batches); a
+    large batch (over 4,096 rows) then gets one part per distinct length, which pads no more than `parts` would.
+    """
     n = len(lengths)
-    starts, ends = np.arange(n + 1)[:, None], np.arange(n + 1)[None, :]
-    # cost[i, j]: rows i..j-1 as one part; infinite unless i < j.
-    cost = np.where(starts < ends, (ends - starts) * lengths[np.maximum(ends - 1, 0)], np.iinfo(np.int64).max // 4)
-    best = np.where(np.arange(n + 1) == 0, 0, np.iinfo(np.int64).max // 4)  # best[j]: rows 0..j-1 in k parts
+    run_ends = np.flatnonzero(np.diff(lengths)) + 1
+    if len(run_ends) + 1 >= parts:
+        candidates = np.concatenate([[0], run_ends, [n]])
+    elif n <= 4096:
+        candidates = np.arange(n + 1)
+    else:
+        candidates, parts = np.concatenate([[0], run_ends, [n]]), len(run_ends) + 1
+    count = len(candidates)
+    starts, ends = candidates[:, None], candidates[None, :]
+    # cost[i, j]: rows candidates[i] .. candidates[j] - 1 as one part; infinite unless i < j.
+    unreachable = np.iinfo(np.int64).max // 4
+    cost = np.where(starts < ends, (ends - starts) * lengths[np.maximum(ends - 1, 0)], unreachable)
+    best = np.where(np.arange(count) == 0, 0, unreachable)  # best[j]: rows before candidates[j] in k parts
     choices = []
     for _ in range(parts):
         totals = best[:, None] + cost
         choices.append(totals.argmin(axis=0))
         best = totals.min(axis=0)
-    cuts = [n]
+    cuts = [count - 1]
     for choice in reversed(choices):
         cuts.append(int(choice[cuts[-1]]))
-    return cuts[::-1]
+    return [int(candidates[cut]) for cut in reversed(cuts)]
 
 
 def collate(encoded: EncodedSplit, indices: Sequence[int], pad_id: int, bos_id: int, device) -> dict[str, torch.Tensor]:
@@ -342,12 +373,13 @@ def _prepare_run_dir(out: Path, identity: dict[str, Any], overwrite: bool) -> di
     return run
 
 
-def _tokenizer(out: Path, train_split, training_recipe: TrainingRecipe):
-    """The run's tokenizer: rebuilt from the whole train split (sources and targets), so held-out rows, seeds and
-    resumed runs all see one vocabulary."""
+def _tokenizer(out: Path, train_split, training_recipe: TrainingRecipe, save: bool = True):
+    """The run's tokenizer: rebuilt from the whole train split (sources and targets), so held-out rows, seeds,
+    processes and resumed runs all see one vocabulary."""
     texts = [text for row in train_split for text in (row["source"], row["target"])]
     tokenizer = build_tokenizer(texts, training_recipe.tokenizer_kind, training_recipe.bpe_vocab_size)
-    tokenizer.save_pretrained(out)
+    if save:
+        tokenizer.save_pretrained(out)
     return tokenizer
 
 
@@ -366,7 +398,8 @@ def _save_checkpoint(out: Path, network, optimizer, scheduler, state: dict[str, 
     with atomic_directory(target, overwrite=True) as tmp:
         network.save_pretrained(tmp)
         torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": state["step"],
-                    "best": state["best"], "best_step": state["best_step"], "rng": _rng_state()}, tmp / STATE_FILE)
+                    "best": state["best"], "best_step": state["best_step"], "elapsed": state["elapsed"],
+                    "rng": _rng_state()}, tmp / STATE_FILE)
     for old in sorted((out / "checkpoints").glob("step-*"))[:-KEEP_CHECKPOINTS]:
         shutil.rmtree(old)
 

@@ -2,16 +2,21 @@
 
 On CPU, `torch.nn.functional.dropout` draws one random number per element (`bernoulli_`), which took about a
 quarter of a SCAN training step of the zoo Transformer on 2 cores (`benchmarks/zoo_step_time.py`). Here one 64-bit
-draw yields four 16-bit uniforms, and an element is kept when its uniform is at least round(p · 2¹⁶): the drop
-probability is p to within 2⁻¹⁷, kept elements are scaled by 1 / (1 - p) as usual. The draws come from torch's
-global generator, so seeding and checkpointed RNG state make runs reproducible exactly as with `F.dropout`. On other
-devices, and outside training, these are `F.dropout` and `F.scaled_dot_product_attention` unchanged.
+word yields four 16-bit uniforms, and an element is kept when its uniform is at least round(p · 2¹⁶): the drop
+probability is p to within 2⁻¹⁷, kept elements are scaled by 1 / (1 - p) as usual.
+
+The words come from numpy's SFC64 generator (2.5x faster than torch's Mersenne Twister on this machine's CPU),
+seeded for each mask by one 63-bit draw from torch's global generator. A mask is therefore a function of torch's
+RNG state alone: `torch.manual_seed` and the checkpointed RNG state make runs reproducible exactly as with
+`F.dropout`. On other devices, and outside training, these are `F.dropout` and `F.scaled_dot_product_attention`
+unchanged.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -22,9 +27,10 @@ _SLICES = 4  # 16-bit uniforms per 64-bit draw
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
     """A boolean CPU tensor of `shape`, each element False with probability p (to within 2⁻¹⁷), independently."""
     count = math.prod(shape)
-    words = torch.randint(-2**63, 2**63 - 1, (-(-count // _SLICES),), dtype=torch.int64)
+    seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+    words = np.random.SFC64(seed).random_raw(-(-count // _SLICES))
     threshold = round(p * 65536) - 32768  # the int16 view of a uniform 16-bit value u is u - 32768
-    return words.view(torch.int16)[:count].view(shape) >= threshold
+    return torch.from_numpy(words.view(np.int16)[:count]).view(shape) >= threshold
 
 
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:

@@ -72,6 +72,25 @@ def test_cut_points_minimise_the_padded_tokens_exactly():
         assert padded(cuts) == best
 
 
+def test_a_large_batch_is_cut_optimally_without_a_rows_squared_search():
+    lengths = np.sort(np.random.default_rng(1).integers(1, 60, 200_000))
+    cuts = _best_cuts(lengths, 4)  # 200,001² cells would need 320 GB: only the 59 length boundaries are searched
+    assert len(cuts) == 5 and cuts[0] == 0 and cuts[-1] == len(lengths)
+    rng = np.random.default_rng(2)
+    for _ in range(50):  # cutting only where the length changes loses nothing against every position
+        lengths = np.sort(rng.integers(1, 12, 40))
+        parts = int(rng.integers(1, 6))
+        full = [0] + [None] * 40  # fewest padded tokens of rows 0..j-1, over every cutting into k parts
+        for _ in range(parts):
+            full = [min((full[i] + (j - i) * lengths[j - 1] for i in range(j) if full[i] is not None), default=None)
+                    for j in range(41)]
+        cuts = _best_cuts(lengths, parts)
+        assert len(cuts) == parts + 1 and all(start < end for start, end in zip(cuts, cuts[1:]))
+        assert sum((end - start) * lengths[end - 1] for start, end in zip(cuts, cuts[1:])) == full[40]
+    few = np.repeat([3, 9], 5000)  # two distinct lengths, more than 4,096 rows: one part per length
+    assert _best_cuts(few, 4) == [0, 5000, 10000]
+
+
 def test_collate_pads_shifts_targets_and_masks_labels():
     encoded = EncodedSplit(sources=[[5, 6, 2], [7, 2], [8, 9, 10, 2]], targets=[[11, 2], [12, 13, 14, 2], [15, 2]])
     batch = collate(encoded, [1, 2], pad_id=0, bos_id=1, device="cpu")
@@ -125,3 +144,35 @@ def test_a_micro_batched_run_follows_the_one_batch_loss_curve(tiny_scan, tiny_mo
                          if "loss" in line]
     assert len(curves[1]) == 6
     np.testing.assert_allclose(curves[4], curves[1], rtol=1e-4)
+
+
+@pytest.mark.shared
+def test_two_processes_follow_the_one_process_loss_curve(tiny_scan, tiny_model, tmp_path):
+    """`torchrun` with 2 CPU processes (gloo): each takes half of every batch, and the all-reduced update equals the
+    one-process update, so without dropout the loss curves agree; only the main process writes the run folder."""
+    import os
+    import subprocess
+    import sys
+
+    model = tmp_path / "tiny_no_dropout.toml"
+    model.write_text(tiny_model.read_text().replace("dropout = 0.1", "dropout = 0.0\nattention_dropout = 0.0\n"
+                                                    "activation_dropout = 0.0"), encoding="utf-8")
+    command = ["train", "--model", str(model), "--data", str(tiny_scan), "--max-steps", "6", "--device", "cpu",
+               "--set", "eval_every=3"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, "-m", "benchbuild", *command, "--out", str(one)], check=True, env=environment,
+                   capture_output=True, timeout=300)
+    launched = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                               "-m", "benchbuild", *command, "--out", str(two)], env=environment,
+                              capture_output=True, text=True, timeout=300)
+    assert launched.returncode == 0, launched.stderr[-2000:]
+    curves = {}
+    for run in (one, two):
+        lines = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
+        curves[run.name] = [line["loss"] for line in lines if "loss" in line]
+    assert len(curves["two"]) == 6
+    np.testing.assert_allclose(curves["two"], curves["one"], rtol=1e-4)
+    record = json.loads((two / "run.json").read_text())
+    assert record["status"] == "complete" and record["steps_done"] == 6 and record["processes"] == 2
+    assert json.loads((one / "run.json").read_text())["processes"] == 1
