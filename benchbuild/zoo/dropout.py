@@ -55,9 +55,14 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     path anyway), the same computation spelled out with `dropout`'s mask."""
     if dropout_p == 0.0 or q.device.type != "cpu":
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal)
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
+    # Scaling the queries (B·H·Lq·d) is cheaper than scaling the scores (B·H·Lq·Lk) once Lk > d; the scores are a
+    # fresh product that autograd does not keep, so masks go in place.
+    scores = (q * (1.0 / math.sqrt(q.size(-1)))) @ k.transpose(-2, -1)
     if is_causal:
-        attn_mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
-    if attn_mask is not None:
-        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+        scores.masked_fill_(torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).triu(1),
+                            float("-inf"))
+    elif attn_mask is not None and attn_mask.dtype == torch.bool:
+        scores.masked_fill_(attn_mask.logical_not(), float("-inf"))
+    elif attn_mask is not None:
+        scores = scores + attn_mask
     return dropout(scores.softmax(dim=-1), dropout_p, True) @ v
