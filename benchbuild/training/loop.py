@@ -271,9 +271,10 @@ def _epoch_permutation(seed: int, epoch: int, size: int) -> np.ndarray:
 
 
 def micro_batches(encoded: EncodedSplit, indices: Sequence[int], count: int) -> list[list[int]]:
-    """`indices` sorted by (target, source) length and cut into `count` parts (fewer when the batch has fewer rows)
-    at the points that minimise the padded target tokens, Σ rows × longest target, each part padding only to its own
-    longest row. Together the parts are exactly the batch."""
+    """`indices` sorted by (target, source) length and cut into `count` parts at the points that minimise the padded
+    target tokens, Σ rows × longest target, each part padding only to its own longest row (fewer parts when the batch
+    has fewer rows, or over 4,096 rows but fewer distinct lengths: see `_best_cuts`). Together the parts are exactly
+    the batch."""
     order = sorted(indices, key=lambda index: (len(encoded.targets[index]), len(encoded.sources[index])))
     lengths = np.asarray([len(encoded.targets[index]) for index in order], dtype=np.int64)
     cuts = _best_cuts(lengths, min(count, len(order)))
