@@ -201,8 +201,7 @@ def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequenc
     """
     processes = accelerator.num_processes
     tokens = sum(len(encoded.targets[index]) for index in indices)
-    by_length = sorted(indices, key=lambda index: (len(encoded.targets[index]), len(encoded.sources[index])))
-    mine = by_length[accelerator.process_index::processes]
+    mine = by_length(encoded, indices)[accelerator.process_index::processes]
     parts = micro_batches(encoded, mine, training_recipe.micro_batches)
     loss = torch.zeros((), device=accelerator.device)
     for number, part in enumerate(parts):
@@ -270,12 +269,17 @@ def _epoch_permutation(seed: int, epoch: int, size: int) -> np.ndarray:
     return _permutations[key]
 
 
+def by_length(encoded: EncodedSplit, indices: Sequence[int]) -> list[int]:
+    """`indices` sorted by (target length, source length), ties in their given order."""
+    return sorted(indices, key=lambda index: (len(encoded.targets[index]), len(encoded.sources[index])))
+
+
 def micro_batches(encoded: EncodedSplit, indices: Sequence[int], count: int) -> list[list[int]]:
     """`indices` sorted by (target, source) length and cut into `count` parts at the points that minimise the padded
     target tokens, Σ rows × longest target, each part padding only to its own longest row (fewer parts when the batch
     has fewer rows, or over 4,096 rows but fewer distinct lengths: see `_best_cuts`). Together the parts are exactly
     the batch."""
-    order = sorted(indices, key=lambda index: (len(encoded.targets[index]), len(encoded.sources[index])))
+    order = by_length(encoded, indices)
     lengths = np.asarray([len(encoded.targets[index]) for index in order], dtype=np.int64)
     cuts = _best_cuts(lengths, min(count, len(order)))
     return [order[start:end] for start, end in zip(cuts, cuts[1:])]
