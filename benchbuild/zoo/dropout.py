@@ -24,22 +24,33 @@ from torch import nn
 _SLICES = 4  # 16-bit uniforms per 64-bit draw
 
 
+def _uniforms(count: int) -> np.ndarray:
+    """`count` 16-bit uniforms as int16 (u - 32768), from an SFC64 stream seeded by one draw of torch's generator."""
+    seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+    return np.random.SFC64(seed).random_raw(-(-count // _SLICES)).view(np.int16)[:count]
+
+
+def _threshold(p: float) -> int:
+    return round(p * 65536) - 32768  # the int16 view of a uniform 16-bit value u is u - 32768
+
+
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
     """A boolean CPU tensor of `shape`, each element False with probability p (to within 2⁻¹⁷), independently."""
-    count = math.prod(shape)
-    seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
-    words = np.random.SFC64(seed).random_raw(-(-count // _SLICES))
-    threshold = round(p * 65536) - 32768  # the int16 view of a uniform 16-bit value u is u - 32768
-    return torch.from_numpy(words.view(np.int16)[:count]).view(shape) >= threshold
+    return torch.from_numpy(_uniforms(math.prod(shape)) >= _threshold(p)).view(shape)
 
 
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """`F.dropout(x, p, training)`, with the CPU mask of `keep_mask`."""
+    """`F.dropout(x, p, training)`, with the CPU mask of `keep_mask`.
+
+    The multipliers (0 or 1 / (1 - p)) are made in numpy: torch's bool-to-float conversion has no vectorised kernel
+    on CPUs without AVX2 and cost twice the comparison that makes the mask."""
     if not training or p == 0.0:
         return x
     if x.device.type != "cpu" or p >= 1.0:
         return F.dropout(x, p, training)
-    return x * keep_mask(x.shape, p).to(x.dtype).mul_(1.0 / (1.0 - p))
+    multipliers = (_uniforms(x.numel()) >= _threshold(p)).astype(np.float32)
+    multipliers *= np.float32(1.0 / (1.0 - p))
+    return x * torch.from_numpy(multipliers).view(x.shape).to(x.dtype)
 
 
 class Dropout(nn.Dropout):
