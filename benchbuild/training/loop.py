@@ -191,8 +191,9 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
 def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequence[int], tokenizer,
                    training_recipe: TrainingRecipe) -> torch.Tensor:
     """Accumulate this process's share of the gradient of the whole batch's mean token loss in `network`, one
-    length-sorted micro-batch at a time (`micro_batches`); returns this process's share of that loss (the shares
-    of all processes sum to it).
+    length-sorted micro-batch at a time (`micro_batches`), or, for a model that `accepts_length_groups`, all of
+    them in one pass as `length_groups` parts; returns this process's share of that loss (the shares of all
+    processes sum to it).
 
     Processes take every `num_processes`-th row of the batch sorted by length, so their shares are about equally
     long and none waits long for the others at the gradient all-reduce. Each part's summed token loss is divided
@@ -202,21 +203,36 @@ def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequenc
     processes = accelerator.num_processes
     tokens = sum(len(encoded.targets[index]) for index in indices)
     mine = by_length(encoded, indices)[accelerator.process_index::processes]
-    parts = micro_batches(encoded, mine, training_recipe.micro_batches)
+    grouped = accelerator.unwrap_model(network).accepts_length_groups
+    parts = micro_batches(encoded, mine, training_recipe.length_groups if grouped else training_recipe.micro_batches)
+    batches = [collate(encoded, part, tokenizer.pad_token_id, tokenizer.bos_token_id, accelerator.device)
+               for part in parts]
+    if grouped:
+        # One forward pass over all the parts as length groups (see benchbuild.zoo.transformer.Groups).
+        inputs = [{name: batch[name] for name in ("input_ids", "attention_mask", "decoder_input_ids")}
+                  for batch in batches]
+        labels = torch.cat([batch["labels"].reshape(-1) for batch in batches])
+        with accelerator.autocast():
+            logits = network(length_groups=inputs).logits
+        loss = _summed_loss(logits, labels, training_recipe) / tokens
+        accelerator.backward(loss * processes)
+        return loss.detach()
     loss = torch.zeros((), device=accelerator.device)
-    for number, part in enumerate(parts):
-        batch = collate(encoded, part, tokenizer.pad_token_id, tokenizer.bos_token_id, accelerator.device)
-        synchronise = contextlib.nullcontext() if number == len(parts) - 1 else accelerator.no_sync(network)
+    for number, batch in enumerate(batches):
+        synchronise = contextlib.nullcontext() if number == len(batches) - 1 else accelerator.no_sync(network)
         with synchronise:
             with accelerator.autocast():
                 logits = network(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                                  decoder_input_ids=batch["decoder_input_ids"]).logits
-            part_loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), batch["labels"].reshape(-1),
-                                        ignore_index=-100, label_smoothing=training_recipe.label_smoothing,
-                                        reduction="sum") / tokens
+            part_loss = _summed_loss(logits, batch["labels"], training_recipe) / tokens
             accelerator.backward(part_loss * processes)
         loss += part_loss.detach()
     return loss
+
+
+def _summed_loss(logits: torch.Tensor, labels: torch.Tensor, training_recipe: TrainingRecipe) -> torch.Tensor:
+    return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100,
+                           label_smoothing=training_recipe.label_smoothing, reduction="sum")
 
 
 def split_validation(splits: Mapping[str, Any], validation_split: str | None, seed: int

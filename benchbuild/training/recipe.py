@@ -24,6 +24,10 @@ class TrainingRecipe:
     SCAN a random batch pads every target to ~48 tokens while most are ~15. (Batches built from rows of similar
     length instead, i.e. length bucketing, cut padding too but slowed SCAN convergence several-fold: see
     benchmarks/RESULTS.md.)
+
+    `length_groups`: the same cut, into this many parts, for models that take a batch's parts in one forward pass
+    (`accepts_length_groups`, the zoo Transformer): position-wise layers run once over all parts and only attention
+    runs part by part, so more parts (less padding) cost little; 8 was fastest for SCAN batches of 256.
     """
 
     steps: int
@@ -40,10 +44,11 @@ class TrainingRecipe:
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     micro_batches: int = 4
+    length_groups: int = 8
 
     def __post_init__(self) -> None:
         positive = {"steps": self.steps, "batch_size": self.batch_size, "eval_every": self.eval_every,
-                    "micro_batches": self.micro_batches,
+                    "micro_batches": self.micro_batches, "length_groups": self.length_groups,
                     "eval_batch_size": self.eval_batch_size, "learning_rate": self.learning_rate}
         for key, value in positive.items():
             if not value > 0:

@@ -78,6 +78,7 @@ class DangleForSeq2Seq(TransformerForSeq2Seq):
     """Dangle / R-Dangle_shr / R-Dangle_sep over the zoo Transformer's layers and embeddings."""
 
     config_class = DangleConfig
+    accepts_length_groups = False  # re-encoding is per target prefix: no grouped layout
 
     def __init__(self, config: DangleConfig):
         # Skip the Transformer's own stacks: Dangle keeps its embedding, decoder, init and `decode` but encodes anew.

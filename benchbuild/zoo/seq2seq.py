@@ -74,6 +74,7 @@ class ZooSeq2SeqModel(PreTrainedModel, GenerationMixin):
     main_input_name = "input_ids"
     base_model_prefix = "zoo"
     supports_gradient_checkpointing = False
+    accepts_length_groups = False  # True where `forward(length_groups=...)` trains on a batch's length groups at once
 
     def get_encoder(self, modality: str | None = None) -> EncoderView:
         return EncoderView(self)

@@ -106,6 +106,38 @@ def sinusoid(positions: torch.Tensor, d_model: int) -> torch.Tensor:
     return table
 
 
+class Groups:
+    """A training batch cut into groups of rows, each padded only to its own longest row: `shapes` holds (rows,
+    length) per group, `masks` the groups' (rows, length) real-token masks where keys need masking (the encoder).
+
+    A grouped tensor lays the groups' padded positions out one group after another, (Σ rows · length, …), so
+    position-wise layers (projections, feed-forward, norms, dropout) run once over the whole batch and only the
+    mixing within sequences (attention, convolution) runs group by group.
+    """
+
+    def __init__(self, shapes, masks: list[torch.Tensor] | None = None):
+        self.shapes = [(int(rows), int(length)) for rows, length in shapes]
+        self.masks = masks
+        self.sizes = [rows * length for rows, length in self.shapes]
+
+    def split(self, flat: torch.Tensor) -> list[torch.Tensor]:
+        """Views (rows, length, …) of each group's part of the grouped tensor `flat`."""
+        return [part.view(rows, length, *flat.shape[1:]) for part, (rows, length) in zip(flat.split(self.sizes),
+                                                                                          self.shapes)]
+
+    @staticmethod
+    def join(parts: list[torch.Tensor]) -> torch.Tensor:
+        """The grouped tensor of per-group (rows, length, …) tensors."""
+        return torch.cat([part.reshape(-1, *part.shape[2:]) for part in parts])
+
+    def key_masks(self) -> list[torch.Tensor | None]:
+        return self.masks if self.masks is not None else [None] * len(self.shapes)
+
+    def positions(self, device) -> torch.Tensor:
+        """Each grouped position's index within its sequence."""
+        return torch.cat([torch.arange(length, device=device).repeat(rows) for rows, length in self.shapes])
+
+
 class TokenEmbedding(nn.Module):
     """Word embeddings (shared by encoder, decoder and output layer) combined with positions per 003 App. D."""
 
@@ -124,14 +156,20 @@ class TokenEmbedding(nn.Module):
         else:
             init.normal_(self.weight, mean=0.0, std=1.0 / math.sqrt(self.d_model))
 
-    def forward(self, ids: torch.LongTensor, start: int = 0) -> torch.Tensor:
-        """Embeddings of `ids`, the first of which sits at position `start` (the cached prefix's length)."""
+    def forward(self, ids: torch.LongTensor, start: int = 0, groups: Groups | None = None) -> torch.Tensor:
+        """Embeddings of `ids`, the first of which sits at position `start` (the cached prefix's length); with
+        `groups`, of the grouped ids (a flat tensor), each at its position within its sequence."""
         words = F.embedding(ids, self.weight)
         if self.scale == "teu":
             words = words * math.sqrt(self.d_model)
         if not self.absolute:
             return words
-        positions = sinusoid(torch.arange(start, start + ids.size(1), device=ids.device), self.d_model).to(words.dtype)
+        if groups is not None:
+            longest = max(length for _, length in groups.shapes)
+            positions = sinusoid(torch.arange(longest, device=ids.device), self.d_model)[groups.positions(ids.device)]
+        else:
+            positions = sinusoid(torch.arange(start, start + ids.size(1), device=ids.device), self.d_model)
+        positions = positions.to(words.dtype)
         if self.scale == "ped":
             positions = positions / math.sqrt(self.d_model)
         return words + positions
@@ -166,19 +204,29 @@ class Attention(nn.Module):
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         return x.view(x.size(0), x.size(1), self.num_heads, self.head_dim).transpose(1, 2)
 
+    def _projected_together(self, x: torch.Tensor) -> torch.Tensor:
+        """Queries, keys and values of self-attention from one fused projection, as in nn.MultiheadAttention."""
+        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
+        projection_bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
+        return F.linear(x, weight, projection_bias)
+
     def forward(self, x: torch.Tensor, keys_from: torch.Tensor | None = None, values_from: torch.Tensor | None = None,
                 key_mask: torch.Tensor | None = None, cache: EncoderDecoderCache | None = None,
-                depth: int = 0) -> torch.Tensor:
+                depth: int = 0, groups: Groups | None = None, key_groups: Groups | None = None) -> torch.Tensor:
         """`x` (B, Lq, d) attends over `keys_from`/`values_from` (default: `x`); `key_mask` (B, Lk) marks real keys.
 
         With a `cache`, self-attention appends its keys and values to slot `depth` of the self-attention cache and
         attends over all of them (`x` holds the last Lq positions only), and cross-attention projects
         `keys_from`/`values_from` once into slot `depth` of the cross-attention cache, then reuses them.
+
+        With `groups`, `x` is a grouped tensor (training): the projections run over all of it at once and each
+        group attends within itself, over the same group of `keys_from` (laid out by `key_groups`, whose masks
+        mark the real keys; default `groups`).
         """
-        if keys_from is None and values_from is None:  # self-attention: one fused projection, as in nn.MultiheadAttention
-            weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
-            projection_bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
-            q, k, v = (self._heads(part) for part in F.linear(x, weight, projection_bias).chunk(3, dim=-1))
+        if groups is not None:
+            return self._grouped(x, keys_from, values_from, groups, key_groups or groups)
+        if keys_from is None and values_from is None:
+            q, k, v = (self._heads(part) for part in self._projected_together(x).chunk(3, dim=-1))
             if cache is not None:
                 k, v = cache.self_attention_cache.update(k, v, depth)
         elif cache is not None and cache.is_updated.get(depth, False):
@@ -192,18 +240,35 @@ class Attention(nn.Module):
             if cache is not None:
                 k, v = cache.cross_attention_cache.update(k, v, depth)
                 cache.is_updated[depth] = True
-        length_q, length_k = q.size(2), k.size(2)
+        return self.out(self._attend(q, k, v, key_mask))
+
+    def _grouped(self, x: torch.Tensor, keys_from: torch.Tensor | None, values_from: torch.Tensor | None,
+                 groups: Groups, key_groups: Groups) -> torch.Tensor:
+        if keys_from is None and values_from is None:
+            parts = [[self._heads(t) for t in part.chunk(3, dim=-1)] for part in groups.split(self._projected_together(x))]
+        else:
+            keys_from = x if keys_from is None else keys_from
+            values_from = keys_from if values_from is None else values_from
+            queries = groups.split(self.query(x))
+            keys, values = key_groups.split(self.key(keys_from)), key_groups.split(self.value(values_from))
+            parts = [[self._heads(q), self._heads(k), self._heads(v)] for q, k, v in zip(queries, keys, values)]
+        return self.out(Groups.join([self._attend(q, k, v, mask) for (q, k, v), mask in zip(parts,
+                                                                                          key_groups.key_masks())]))
+
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+        """Heads (B, H, Lq, d_head) attend over (B, H, Lk, d_head); the heads' outputs concatenated, (B, Lq, d)."""
+        batch, length_q, length_k = q.size(0), q.size(2), k.size(2)
         past = length_k - length_q  # in self-attention, the query positions are past .. length_k - 1
         dropout = self.dropout if self.training else 0.0
         if self.causal and key_mask is None and self.position in ("absolute", "none") and (past == 0 or length_q == 1):
             # One new query after the cached prefix may see every key; a whole sequence needs the causal mask.
             attended = scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=past == 0 and length_q > 1)
-            return self.out(attended.transpose(1, 2).reshape(x.size(0), length_q, -1))
+            return attended.transpose(1, 2).reshape(batch, length_q, -1)
         allowed = None if key_mask is None else key_mask[:, None, None, :].bool()
         bias = None
         if self.causal or self.position in ("fixed_span", "t5_bias", "relative"):
-            distance = (torch.arange(past, length_k, device=x.device)[:, None]
-                        - torch.arange(length_k, device=x.device)[None, :])
+            distance = (torch.arange(past, length_k, device=q.device)[:, None]
+                        - torch.arange(length_k, device=q.device)[None, :])
             if self.causal:
                 allowed = distance.ge(0) if allowed is None else allowed & distance.ge(0)
             if self.position == "fixed_span":
@@ -220,7 +285,7 @@ class Attention(nn.Module):
         else:
             mask = allowed
         attended = scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
-        return self.out(attended.transpose(1, 2).reshape(x.size(0), length_q, -1))
+        return attended.transpose(1, 2).reshape(batch, length_q, -1)
 
     def _relative_term(self, q: torch.Tensor, distance: torch.Tensor, past: int) -> torch.Tensor:
         """Terms (b) + (d) of 003 App. C, (q + v)·W_kP P_{i-j}, pre-scaled because SDPA adds the mask after scaling.
@@ -244,9 +309,12 @@ class Convolution(nn.Module):
         self.conv = nn.Conv1d(d_model, d_model, kernel_size=2 * span + 1)
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None = None, cache: EncoderDecoderCache | None = None,
-                depth: int = 0) -> torch.Tensor:
+                depth: int = 0, groups: Groups | None = None) -> torch.Tensor:
         """With a `cache` (causal only), `x` holds the newest positions; the inputs before them come from slot `depth`
-        of the self-attention cache, stored as keys of one head (the values are empty)."""
+        of the self-attention cache, stored as keys of one head (the values are empty). With `groups`, `x` is a
+        grouped tensor, convolved group by group (padding masked by the groups' masks)."""
+        if groups is not None:
+            return Groups.join([self(part, key_mask=mask) for part, mask in zip(groups.split(x), groups.key_masks())])
         if key_mask is not None:
             x = x.masked_fill(~key_mask.bool()[:, :, None], 0.0)
         if cache is not None:
@@ -309,28 +377,31 @@ class Layer(nn.Module):
         return norm(x + self.dropout(compute(x)))
 
     def _mix(self, x: torch.Tensor, mask: torch.Tensor | None, cache: EncoderDecoderCache | None = None,
-             depth: int = 0) -> torch.Tensor:
-        mixed = self.mixer(x, key_mask=mask, cache=cache, depth=depth)
+             depth: int = 0, groups: Groups | None = None) -> torch.Tensor:
+        mixed = self.mixer(x, key_mask=mask, cache=cache, depth=depth, groups=groups)
         return self.gate(mixed) if self.gate is not None else mixed
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, below: list[torch.Tensor],
                 memory_keys: torch.Tensor | None = None, memory_values: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, cache: EncoderDecoderCache | None = None,
-                depth: int = 0) -> torch.Tensor:
-        """`cache` (decoder only): the decoding cache, whose slot `depth` belongs to this application of the layer."""
-        x = self._sublayer(x, self.mixer_norm, lambda h: self._mix(h, None if self.decoder else mask, cache, depth))
+                depth: int = 0, groups: Groups | None = None, memory_groups: Groups | None = None) -> torch.Tensor:
+        """`cache` (decoder only): the decoding cache, whose slot `depth` belongs to this application of the layer.
+        `groups`: `x` is a grouped tensor laid out by them, the memory (decoder) one laid out by `memory_groups`."""
+        x = self._sublayer(x, self.mixer_norm, lambda h: self._mix(h, None if self.decoder else mask, cache, depth,
+                                                                    groups))
         if self.decoder:
             x = self._sublayer(x, self.cross_norm, lambda h: self.cross_attention(
-                h, keys_from=memory_keys, values_from=memory_values, key_mask=memory_mask, cache=cache, depth=depth))
+                h, keys_from=memory_keys, values_from=memory_values, key_mask=memory_mask, cache=cache, depth=depth,
+                groups=groups, key_groups=memory_groups))
         if hasattr(self, "fuse_attention"):
             x = self._sublayer(x, self.fuse_norm, lambda h: self._fuse(h, below))
         return self._sublayer(x, self.feed_forward_norm, self.feed_forward)
 
     def _fuse(self, x: torch.Tensor, below: list[torch.Tensor]) -> torch.Tensor:
         """Each position attends over its own representations in the layers below (004 Eq. 9-10)."""
-        batch, length, d = x.shape
-        stacked = torch.stack(below, dim=2).reshape(batch * length, len(below), d)
-        return self.fuse_attention(x.reshape(batch * length, 1, d), keys_from=stacked).reshape(batch, length, d)
+        d = x.size(-1)
+        stacked = torch.stack(below, dim=-2).reshape(-1, len(below), d)
+        return self.fuse_attention(x.reshape(-1, 1, d), keys_from=stacked).reshape(x.shape)
 
 
 class Stack(nn.Module):
@@ -357,6 +428,7 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
     """The zoo's Transformer: shared embeddings, tied output layer, switches from `TransformerConfig`."""
 
     config_class = TransformerConfig
+    accepts_length_groups = True
 
     def __init__(self, config: TransformerConfig):
         super().__init__(config)
@@ -398,6 +470,25 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
                                     memory_mask=memory_mask)
         return F.linear(hidden, self.embedding.weight)
 
+    def grouped_logits(self, length_groups: list[dict[str, torch.Tensor]]) -> torch.Tensor:
+        """Teacher-forced logits of a batch given as length groups, each a dict of its rows' `input_ids`,
+        `attention_mask` and `decoder_input_ids` padded to the group's own longest row: (Σ rows · target length,
+        vocab), group after group, row-major within a group (the order of the groups' flattened labels).
+
+        The same function as `forward` on each group; position-wise layers run once over the whole batch (see
+        `Groups`), which saves the per-call overhead of one forward pass per group and lets the groups be many.
+        """
+        sources = Groups([group["input_ids"].shape for group in length_groups],
+                         [group["attention_mask"] for group in length_groups])
+        targets = Groups([group["decoder_input_ids"].shape for group in length_groups])
+        source_ids = torch.cat([group["input_ids"].reshape(-1) for group in length_groups])
+        target_ids = torch.cat([group["decoder_input_ids"].reshape(-1) for group in length_groups])
+        memory = self.encoder_stack(self.embedding_dropout(self.embedding(source_ids, groups=sources)), None,
+                                    groups=sources)
+        hidden = self.decoder_stack(self.embedding_dropout(self.embedding(target_ids, groups=targets)), None,
+                                    groups=targets, memory_keys=memory, memory_groups=sources)
+        return F.linear(hidden, self.embedding.weight)
+
     def decoding_cache(self, past_key_values: Cache | None, use_cache: bool | None) -> EncoderDecoderCache | None:
         """The cache to decode with: the one given (a bare self-attention cache gains a cross-attention one), a new
         one when `use_cache` asks for it, else none (training never builds one unless asked)."""
@@ -412,7 +503,11 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
     def forward(self, input_ids: torch.LongTensor | None = None, attention_mask: torch.Tensor | None = None,
                 decoder_input_ids: torch.LongTensor | None = None, labels: torch.LongTensor | None = None,
                 encoder_outputs=None, past_key_values: Cache | None = None, use_cache: bool | None = None,
-                decoder_attention_mask=None, return_dict: bool | None = None, **kwargs) -> Seq2SeqLMOutput:
+                decoder_attention_mask=None, return_dict: bool | None = None,
+                length_groups: list[dict[str, torch.Tensor]] | None = None, **kwargs) -> Seq2SeqLMOutput:
+        """The usual seq2seq forward; given `length_groups` instead (training), the logits of `grouped_logits`."""
+        if length_groups is not None:
+            return Seq2SeqLMOutput(logits=self.grouped_logits(length_groups))
         decoder_input_ids, attention_mask, encoder_outputs = self.seq2seq_inputs(
             input_ids, attention_mask, decoder_input_ids, labels, encoder_outputs)
         cache = self.decoding_cache(past_key_values, use_cache)

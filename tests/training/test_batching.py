@@ -100,10 +100,19 @@ def test_collate_pads_shifts_targets_and_masks_labels():
     assert batch["labels"].tolist() == [[12, 13, 14, 2], [15, 2, -100, -100]]
 
 
+SMALL_NO_DROPOUT = {
+    "transformer": {"d_model": 32, "num_heads": 4, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1,
+                    "dropout": 0.0, "attention_dropout": 0.0},
+    "lstm_attention": {"d_embedding": 16, "hidden_size": 16, "num_layers": 1, "dropout": 0.0},
+}
+
+
 @pytest.mark.shared
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
-def test_micro_batches_give_the_whole_batchs_gradient(scan_simple, label_smoothing):
-    """Without dropout, accumulating 4 length-sorted parts gives the gradient of the batch's mean token loss."""
+@pytest.mark.parametrize("model", ["transformer", "lstm_attention"])
+def test_batch_parts_give_the_whole_batchs_gradient(scan_simple, model, label_smoothing):
+    """Without dropout, 4 length-sorted parts give the gradient of the batch's mean token loss: accumulated one
+    forward pass at a time (`micro_batches`, the LSTM) or in one pass as length groups (the Transformer)."""
     from accelerate import Accelerator
 
     from benchbuild.training.recipe import TrainingRecipe
@@ -113,23 +122,45 @@ def test_micro_batches_give_the_whole_batchs_gradient(scan_simple, label_smoothi
         pad_token_id, bos_token_id = 0, 1
 
     torch.manual_seed(0)
-    network = build_model(load_entry("transformer"), vocab_size=8, pad_token_id=0, bos_token_id=1, eos_token_id=2,
-                          overrides={"d_model": 32, "num_heads": 4, "d_ff": 64, "encoder_layers": 1,
-                                     "decoder_layers": 1, "dropout": 0.0, "attention_dropout": 0.0})
+    network = build_model(load_entry(model), vocab_size=8, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                          overrides=SMALL_NO_DROPOUT[model])
+    assert network.accepts_length_groups == (model == "transformer")
     accelerator = Accelerator(cpu=True)
     batch = batch_indices(0, 64, len(scan_simple.sources), 0)
     gradients, losses = {}, {}
     for parts in (1, 4):
         recipe = TrainingRecipe(steps=1, batch_size=64, learning_rate=1e-3, label_smoothing=label_smoothing,
-                                micro_batches=parts)
+                                micro_batches=parts, length_groups=parts)
         network.zero_grad()
         losses[parts] = backward_batch(accelerator, network, scan_simple, batch, Ids, recipe).item()
         gradients[parts] = {name: p.grad.clone() for name, p in network.named_parameters() if p.grad is not None}
     assert len(micro_batches(scan_simple, batch, 4)) == 4
     assert losses[4] == pytest.approx(losses[1], rel=1e-5)
-    assert gradients[1].keys() == gradients[4].keys() and len(gradients[1]) > 10
+    assert gradients[1].keys() == gradients[4].keys() and len(gradients[1]) >= 8
     for name, gradient in gradients[1].items():
         torch.testing.assert_close(gradients[4][name], gradient, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("model", ["transformer", "relative_transformer", "sag_t5", "sag_conv", "sag_fixed_span",
+                                   "fusion", "universal_transformer", "transformer_ped"])
+def test_length_groups_in_one_pass_equal_one_forward_per_group(scan_simple, model):
+    """The grouped forward of every Transformer switch gives each group's own logits at the real target
+    positions (padding rows of the encoder and decoder stay out of every real position's computation)."""
+    from benchbuild.zoo import build_model, load_entry
+
+    torch.manual_seed(0)
+    network = build_model(load_entry(model), vocab_size=16, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                          overrides={"d_model": 32, "num_heads": 4, "d_ff": 64}).eval()
+    groups = [collate(scan_simple, part, 0, 1, "cpu")
+              for part in micro_batches(scan_simple, batch_indices(0, 48, len(scan_simple.sources), 0), 5)]
+    inputs = [{name: group[name] for name in ("input_ids", "attention_mask", "decoder_input_ids")} for group in groups]
+    assert len({group["decoder_input_ids"].shape[1] for group in groups}) > 2
+    one_by_one = torch.cat([network(**group).logits.reshape(-1, 16) for group in inputs])
+    grouped = network(length_groups=inputs).logits
+    real = torch.cat([group["labels"].reshape(-1) for group in groups]).ne(-100)
+    assert grouped.shape == one_by_one.shape and real.sum() > 100
+    torch.testing.assert_close(grouped[real], one_by_one[real], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.shared
@@ -139,7 +170,7 @@ def test_a_micro_batched_run_follows_the_one_batch_loss_curve(tiny_scan, tiny_mo
     for parts in (1, 4):
         out = tmp_path / f"parts-{parts}"
         train(tiny_model, tiny_scan, out, seed=0, max_steps=6, device="cpu", progress=False,
-              overrides={"micro_batches": parts, "eval_every": 6}, architecture_overrides=no_dropout)
+              overrides={"length_groups": parts, "eval_every": 6}, architecture_overrides=no_dropout)
         curves[parts] = [json.loads(line)["loss"] for line in (out / "train_log.jsonl").read_text().splitlines()
                          if "loss" in line]
     assert len(curves[1]) == 6
