@@ -203,7 +203,7 @@ def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequenc
     processes = accelerator.num_processes
     tokens = sum(len(encoded.targets[index]) for index in indices)
     mine = by_length(encoded, indices)[accelerator.process_index::processes]
-    grouped = accelerator.unwrap_model(network).accepts_length_groups
+    grouped = getattr(accelerator.unwrap_model(network), "accepts_length_groups", False)
     parts = micro_batches(encoded, mine, training_recipe.length_groups if grouped else training_recipe.micro_batches)
     batches = [collate(encoded, part, tokenizer.pad_token_id, tokenizer.bos_token_id, accelerator.device)
                for part in parts]
