@@ -478,15 +478,22 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
         The same function as `forward` on each group; position-wise layers run once over the whole batch (see
         `Groups`), which saves the per-call overhead of one forward pass per group and lets the groups be many.
         """
-        sources = Groups([group["input_ids"].shape for group in length_groups],
-                         [group["attention_mask"] for group in length_groups])
+        # Sources are short and similar in length: the encoder takes all rows as one group padded to the longest
+        # source (one attention call per layer), and each target group reads its own rows of the encoder output.
+        longest = max(group["input_ids"].size(1) for group in length_groups)
+        source_ids = torch.cat([F.pad(group["input_ids"], (0, longest - group["input_ids"].size(1)),
+                                      value=self.config.pad_token_id) for group in length_groups])
+        source_mask = torch.cat([F.pad(group["attention_mask"], (0, longest - group["attention_mask"].size(1)))
+                                 for group in length_groups])
+        rows = [group["input_ids"].size(0) for group in length_groups]
+        sources = Groups([(len(source_ids), longest)], [source_mask])
+        memory_groups = Groups([(count, longest) for count in rows], list(source_mask.split(rows)))
         targets = Groups([group["decoder_input_ids"].shape for group in length_groups])
-        source_ids = torch.cat([group["input_ids"].reshape(-1) for group in length_groups])
         target_ids = torch.cat([group["decoder_input_ids"].reshape(-1) for group in length_groups])
-        memory = self.encoder_stack(self.embedding_dropout(self.embedding(source_ids, groups=sources)), None,
-                                    groups=sources)
+        memory = self.encoder_stack(self.embedding_dropout(self.embedding(source_ids.reshape(-1), groups=sources)),
+                                    None, groups=sources)
         hidden = self.decoder_stack(self.embedding_dropout(self.embedding(target_ids, groups=targets)), None,
-                                    groups=targets, memory_keys=memory, memory_groups=sources)
+                                    groups=targets, memory_keys=memory, memory_groups=memory_groups)
         return F.linear(hidden, self.embedding.weight)
 
     def decoding_cache(self, past_key_values: Cache | None, use_cache: bool | None) -> EncoderDecoderCache | None:
