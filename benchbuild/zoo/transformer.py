@@ -23,6 +23,10 @@ Switches (all in `TransformerConfig`):
 Dropout: `dropout` on embeddings and sub-layer outputs, `attention_dropout` on attention weights,
 `activation_dropout` (default: `dropout`) inside the feed-forward block.
 
+Grouped training (every switch; `TransformerForSeq2Seq.grouped_logits`): a batch cut into length groups runs as one
+forward pass, position-wise layers once over all groups' positions and attention or convolution group by group
+(see `Groups`); the logits equal each group's own forward pass.
+
 Incremental decoding (every switch; `use_cache=True` by default): `generate()` hands the decoder a
 `transformers` `EncoderDecoderCache`. Slot d of its self-attention cache holds depth d's keys and values of the
 positions decoded so far (with `mixer="conv"`: depth d's inputs, of which the convolution reads the last 2·span),
@@ -245,7 +249,8 @@ class Attention(nn.Module):
     def _grouped(self, x: torch.Tensor, keys_from: torch.Tensor | None, values_from: torch.Tensor | None,
                  groups: Groups, key_groups: Groups) -> torch.Tensor:
         if keys_from is None and values_from is None:
-            parts = [[self._heads(t) for t in part.chunk(3, dim=-1)] for part in groups.split(self._projected_together(x))]
+            parts = [[self._heads(t) for t in part.chunk(3, dim=-1)]
+                     for part in groups.split(self._projected_together(x))]
         else:
             keys_from = x if keys_from is None else keys_from
             values_from = keys_from if values_from is None else values_from
