@@ -391,7 +391,8 @@ class Layer(nn.Module):
                 memory_mask: torch.Tensor | None = None, cache: EncoderDecoderCache | None = None,
                 depth: int = 0, groups: Groups | None = None, memory_groups: Groups | None = None) -> torch.Tensor:
         """`cache` (decoder only): the decoding cache, whose slot `depth` belongs to this application of the layer.
-        `groups`: `x` is a grouped tensor laid out by them, the memory (decoder) one laid out by `memory_groups`."""
+        `groups` (training): `x` is a grouped tensor laid out by them; the decoder's memory (the encoder output) is
+        laid out by `memory_groups`."""
         x = self._sublayer(x, self.mixer_norm, lambda h: self._mix(h, None if self.decoder else mask, cache, depth,
                                                                     groups))
         if self.decoder:
