@@ -1,56 +1,208 @@
-"""Dropout that is cheap on CPU: the keep mask comes from 16-bit slices of 64-bit random words.
+"""Dropout that is cheap on CPU: the mask is a hash of each element's index, applied in one compiled pass.
 
-On CPU, `torch.nn.functional.dropout` draws one random number per element (`bernoulli_`), which took about a
-quarter of a SCAN training step of the zoo Transformer on 2 cores (`benchmarks/zoo_step_time.py`). Here one 64-bit
-word yields four 16-bit uniforms, and an element is kept when its uniform is at least round(p · 2¹⁶): the drop
-probability is p to within 2⁻¹⁷, kept elements are scaled by 1 / (1 - p) as usual.
+On CPU, `torch.nn.functional.dropout` draws one random number per element (`bernoulli_`) and multiplies in a
+second pass; in a SCAN training step of the zoo Transformer on 2 cores that was about a quarter of the step
+(`benchmarks/zoo_step_time.py`). Here element i of a mask is kept when h(i) ≥ round(p · 2³²), where h is a
+counter-based generator: two rounds of a 32-bit integer hash (Wellons' "lowbias32", a bijection) of i keyed by
+one 63-bit draw from torch's global generator per mask. A numba kernel computes h, the mask and the scaled
+output (or `residual + output`, or the output of a ReLU before it) in one pass over memory, in parallel, and the backward pass recomputes the
+same mask from the key instead of storing it. The drop probability is p to within 2⁻³³; kept elements are
+scaled by 1 / (1 - p) as usual.
 
-The words come from numpy's SFC64 generator (2.5x faster than torch's Mersenne Twister on this machine's CPU),
-seeded for each mask by one 63-bit draw from torch's global generator. A mask is therefore a function of torch's
-RNG state alone: `torch.manual_seed` and the checkpointed RNG state make runs reproducible exactly as with
-`F.dropout`. On other devices, and outside training, these are `F.dropout` and `F.scaled_dot_product_attention`
-unchanged.
+A mask is therefore a function of torch's RNG state alone: `torch.manual_seed` and the checkpointed RNG state
+make runs reproducible exactly as with `F.dropout`, and each element's value does not depend on the number of
+threads. On other devices, for dtypes other than float32 / float64, and outside training, these are
+`F.dropout` and `F.scaled_dot_product_attention` unchanged.
 """
 
 from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 import torch
 import torch.nn.functional as F
+from numba import njit, prange
 from torch import nn
 
-_SLICES = 4  # 16-bit uniforms per 64-bit draw
+_STEP = np.uint32(0x9E3779B9)  # odd, so i -> i · _STEP is a bijection of 32-bit indices
+_MULTIPLIER_1 = np.uint32(0x7FEB352D)
+_MULTIPLIER_2 = np.uint32(0x846CA68B)
+_KERNEL_DTYPES = (torch.float32, torch.float64)
+_MAX_ELEMENTS = 2**32  # indices are hashed as 32-bit words
 
 
-def _uniforms(count: int) -> np.ndarray:
-    """`count` 16-bit uniforms as int16 (u - 32768), from an SFC64 stream seeded by one draw of torch's generator."""
-    seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
-    return np.random.SFC64(seed).random_raw(-(-count // _SLICES)).view(np.int16)[:count]
+@njit(inline="always")
+def _lowbias32(z):
+    z = np.uint32(np.uint32(z ^ (z >> np.uint32(16))) * _MULTIPLIER_1)
+    z = np.uint32(np.uint32(z ^ (z >> np.uint32(15))) * _MULTIPLIER_2)
+    return np.uint32(z ^ (z >> np.uint32(16)))
 
 
-def _threshold(p: float) -> int:
-    return round(p * 65536) - 32768  # the int16 view of a uniform 16-bit value u is u - 32768
+@njit(inline="always")
+def _uniform32(i, key_low, key_high):
+    return _lowbias32(np.uint32(_lowbias32(np.uint32(np.uint32(np.uint32(i) * _STEP) ^ key_low)) ^ key_high))
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _keep_kernel(out, key_low, key_high, threshold):
+    for i in prange(out.size):
+        out[i] = _uniform32(i, key_low, key_high) >= threshold
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _dropout_kernel(x, out, key_low, key_high, threshold, scale):
+    zero = scale - scale
+    for i in prange(x.size):
+        out[i] = x[i] * (scale if _uniform32(i, key_low, key_high) >= threshold else zero)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _dropout_add_kernel(residual, x, out, key_low, key_high, threshold, scale):
+    zero = scale - scale
+    for i in prange(x.size):
+        out[i] = residual[i] + x[i] * (scale if _uniform32(i, key_low, key_high) >= threshold else zero)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _relu_dropout_kernel(x, out, key_low, key_high, threshold, scale):
+    zero = scale - scale
+    for i in prange(x.size):
+        out[i] = max(x[i], zero) * (scale if _uniform32(i, key_low, key_high) >= threshold else zero)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _relu_dropout_backward_kernel(grad, out, result, scale):
+    zero = scale - scale
+    for i in prange(grad.size):
+        result[i] = grad[i] * scale if out[i] > zero else zero
+
+
+class _Mask:
+    """One mask: its key (one draw from torch's global generator), threshold and scale."""
+
+    def __init__(self, p: float):
+        key = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+        self.key_low, self.key_high = np.uint32(key & 0xFFFFFFFF), np.uint32(key >> 32)
+        self.threshold = np.uint32(min(round(p * 2**32), 2**32 - 1))
+        self.p = p
+
+    def scale(self, dtype: torch.dtype):
+        return np.float32(1.0 / (1.0 - self.p)) if dtype == torch.float32 else np.float64(1.0 / (1.0 - self.p))
+
+    def apply(self, x: torch.Tensor) -> torch.Tensor:
+        """x times the mask's multipliers (0 or 1 / (1 - p)), as a new contiguous tensor."""
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        _set_threads()
+        _dropout_kernel(_flat(x), _flat(out), self.key_low, self.key_high, self.threshold, self.scale(x.dtype))
+        return out
+
+    def apply_after_relu(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        _set_threads()
+        _relu_dropout_kernel(_flat(x), _flat(out), self.key_low, self.key_high, self.threshold, self.scale(x.dtype))
+        return out
+
+    def apply_and_add(self, residual: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        residual, x = residual.contiguous(), x.contiguous()
+        out = torch.empty_like(x)
+        _set_threads()
+        _dropout_add_kernel(_flat(residual), _flat(x), _flat(out), self.key_low, self.key_high, self.threshold,
+                            self.scale(x.dtype))
+        return out
+
+
+def _flat(t: torch.Tensor) -> np.ndarray:
+    return t.detach().view(-1).numpy()
+
+
+def _set_threads() -> None:
+    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+
+
+class _DropoutFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, p: float) -> torch.Tensor:
+        ctx.mask = _Mask(p)
+        return ctx.mask.apply(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return ctx.mask.apply(grad), None
+
+
+class _DropoutAddFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, residual: torch.Tensor, x: torch.Tensor, p: float) -> torch.Tensor:
+        ctx.mask = _Mask(p)
+        return ctx.mask.apply_and_add(residual, x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return grad, ctx.mask.apply(grad), None
+
+
+class _ReluDropoutFunction(torch.autograd.Function):
+    """dropout(relu(x)); the backward pass needs only the output: an element passes gradient iff it is positive."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, p: float) -> torch.Tensor:
+        mask = _Mask(p)
+        out = mask.apply_after_relu(x)
+        ctx.save_for_backward(out)
+        ctx.scale = mask.scale(x.dtype)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (out,) = ctx.saved_tensors
+        grad = grad.contiguous()
+        result = torch.empty_like(grad)
+        _set_threads()
+        _relu_dropout_backward_kernel(_flat(grad), _flat(out), _flat(result), ctx.scale)
+        return result, None
+
+
+def _uses_kernel(x: torch.Tensor, p: float) -> bool:
+    return x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES and p < 1.0 and x.numel() < _MAX_ELEMENTS
 
 
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
-    """A boolean CPU tensor of `shape`, each element False with probability p (to within 2⁻¹⁷), independently."""
-    return torch.from_numpy(_uniforms(math.prod(shape)) >= _threshold(p)).view(shape)
+    """A boolean CPU tensor of `shape`, each element False with probability p (to within 2⁻³³): the mask that
+    `dropout` would draw from the same RNG state."""
+    mask = _Mask(p)
+    out = torch.empty(shape, dtype=torch.bool)
+    _set_threads()
+    _keep_kernel(_flat(out), mask.key_low, mask.key_high, mask.threshold)
+    return out
 
 
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """`F.dropout(x, p, training)`, with the CPU mask of `keep_mask`.
-
-    The multipliers (0 or 1 / (1 - p)) are made in numpy: torch's bool-to-float cast took over twice as long as the
-    comparison that makes the mask (x86-64 with AVX2, torch 2.13), numpy's cast and scaling less than it."""
+    """`F.dropout(x, p, training)`, with the CPU mask of `keep_mask`."""
     if not training or p == 0.0:
         return x
-    if x.device.type != "cpu" or p >= 1.0:
+    if not _uses_kernel(x, p):
         return F.dropout(x, p, training)
-    multipliers = (_uniforms(x.numel()) >= _threshold(p)).astype(np.float32)
-    multipliers *= np.float32(1.0 / (1.0 - p))
-    return x * torch.from_numpy(multipliers).view(x.shape).to(x.dtype)
+    return _DropoutFunction.apply(x, p)
+
+
+def dropout_add(residual: torch.Tensor, x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """`residual + dropout(x, p, training)` in one pass (the same mask as `dropout` from the same RNG state)."""
+    if not training or p == 0.0:
+        return residual + x
+    if not _uses_kernel(x, p) or residual.shape != x.shape or residual.dtype != x.dtype:
+        return residual + dropout(x, p, training)
+    return _DropoutAddFunction.apply(residual, x, p)
+
+
+def relu_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """`dropout(relu(x), p, training)` in one pass (the same mask as `dropout` from the same RNG state)."""
+    if not training or p == 0.0 or not _uses_kernel(x, p):
+        return dropout(F.relu(x), p, training)
+    return _ReluDropoutFunction.apply(x, p)
 
 
 class Dropout(nn.Dropout):
@@ -59,12 +211,20 @@ class Dropout(nn.Dropout):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return dropout(x, self.p, self.training)
 
+    def after_relu(self, x: torch.Tensor) -> torch.Tensor:
+        """`self(relu(x))`, in one pass on CPU."""
+        return relu_dropout(x, self.p, self.training)
+
+    def add_to(self, residual: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """`residual + self(x)`, in one pass on CPU."""
+        return dropout_add(residual, x, self.p, self.training)
+
 
 def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None = None,
                                  dropout_p: float = 0.0, is_causal: bool = False) -> torch.Tensor:
     """`F.scaled_dot_product_attention`; when it would drop attention weights on CPU (where it takes its unfused
     path anyway), the same computation spelled out with `dropout`'s mask."""
-    if dropout_p == 0.0 or q.device.type != "cpu":
+    if dropout_p == 0.0 or not _uses_kernel(q, dropout_p):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal)
     # Scaling the queries (B·H·Lq·d) is cheaper than scaling the scores (B·H·Lq·Lk) once Lk > d; the scores are a
     # fresh product that autograd does not keep, so masks go in place.

@@ -347,8 +347,14 @@ class SelfAttentionGate(nn.Module):
 
 
 class FeedForward(nn.Sequential):
+    """Linear, ReLU, dropout, linear; the ReLU and the dropout run as one pass on CPU."""
+
     def __init__(self, d_model: int, d_ff: int, dropout: float):
         super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), Dropout(dropout), nn.Linear(d_ff, d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        first, _, dropout, second = self
+        return second(dropout.after_relu(first(x)))
 
 
 class Layer(nn.Module):
@@ -378,8 +384,8 @@ class Layer(nn.Module):
 
     def _sublayer(self, x: torch.Tensor, norm: nn.LayerNorm, compute) -> torch.Tensor:
         if self.pre_norm:
-            return x + self.dropout(compute(norm(x)))
-        return norm(x + self.dropout(compute(x)))
+            return self.dropout.add_to(x, compute(norm(x)))
+        return norm(self.dropout.add_to(x, compute(x)))
 
     def _mix(self, x: torch.Tensor, mask: torch.Tensor | None, cache: EncoderDecoderCache | None = None,
              depth: int = 0, groups: Groups | None = None) -> torch.Tensor:
