@@ -93,25 +93,22 @@ class _Mask:
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
         """x times the mask's multipliers (0 or 1 / (1 - p)), as a new contiguous tensor."""
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        _set_threads()
-        _dropout_kernel(_flat(x), _flat(out), self.key_low, self.key_high, self.threshold, self.scale(x.dtype))
-        return out
+        return self._run(_dropout_kernel, x)
 
     def apply_after_relu(self, x: torch.Tensor) -> torch.Tensor:
+        """relu(x) times the mask's multipliers."""
+        return self._run(_relu_dropout_kernel, x)
+
+    def apply_and_add(self, residual: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """residual + x times the mask's multipliers."""
+        return self._run(_dropout_add_kernel, x, residual.contiguous())
+
+    def _run(self, kernel, x: torch.Tensor, *before: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()
         out = torch.empty_like(x)
         _set_threads()
-        _relu_dropout_kernel(_flat(x), _flat(out), self.key_low, self.key_high, self.threshold, self.scale(x.dtype))
-        return out
-
-    def apply_and_add(self, residual: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        residual, x = residual.contiguous(), x.contiguous()
-        out = torch.empty_like(x)
-        _set_threads()
-        _dropout_add_kernel(_flat(residual), _flat(x), _flat(out), self.key_low, self.key_high, self.threshold,
-                            self.scale(x.dtype))
+        kernel(*map(_flat, before), _flat(x), _flat(out), self.key_low, self.key_high, self.threshold,
+               self.scale(x.dtype))
         return out
 
 
