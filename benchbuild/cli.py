@@ -164,6 +164,9 @@ def train_command(
     out_dir: Annotated[Path, typer.Option("--out", help="Run folder: selected checkpoint, checkpoints/, logs.")],
     seed: Annotated[int, typer.Option("--seed", help="Seed of initialisation, batch order and dropout.")] = 0,
     max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Step budget (default: the recipe's).")] = None,
+    max_minutes: Annotated[Optional[float], typer.Option(
+        "--max-minutes", help="Also stop after this many minutes of training and validation, then validate once "
+        "more and keep the best checkpoint.")] = None,
     device: Annotated[Literal["auto", "cpu", "cuda"], typer.Option("--device", help="Where to train.")] = "auto",
     recipe: Annotated[Optional[Literal["scan", "mt"]], typer.Option(
         "--recipe", help="Recipe family (default: from the benchmark's family).")] = None,
@@ -176,9 +179,9 @@ def train_command(
     """Train a zoo model on a benchmark; a re-run with the same arguments resumes from the last checkpoint."""
     from benchbuild.training.loop import train
 
-    result = train(model, data, out_dir, seed=seed, max_steps=max_steps, device=device, recipe=recipe,
-                   overrides=_key_values(recipe_set or [], "--set"), validation_split=validation_split,
-                   overwrite=overwrite)
+    result = train(model, data, out_dir, seed=seed, max_steps=max_steps, max_minutes=max_minutes, device=device,
+                   recipe=recipe, overrides=_key_values(recipe_set or [], "--set"),
+                   validation_split=validation_split, overwrite=overwrite)
     resumed = f" (resumed from step {result.resumed_from})" if result.resumed_from is not None else ""
     accuracy = "n/a" if result.validation_exact_match is None else f"{result.validation_exact_match:.2f}%"
     out.print(f"trained {result.steps} steps{resumed}; selected step {result.selected_step} "

@@ -57,12 +57,14 @@ class EncodedSplit:
 
 
 def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0, max_steps: int | None = None,
-          device: str = "auto", recipe: str | None = None, overrides: dict | None = None,
+          max_minutes: float | None = None, device: str = "auto", recipe: str | None = None, overrides: dict | None = None,
           architecture_overrides: dict | None = None, validation_split: str | None = None,
           progress: bool = True, overwrite: bool = False) -> TrainResult:
     """Train catalogue model `model` (a name or a `.toml` path) on the benchmark folder `data` into `out`.
 
-    `max_steps` replaces the recipe's step budget; `recipe` picks `scan` or `mt` (default: from the benchmark's
+    `max_steps` replaces the recipe's step budget; `max_minutes` also stops training once that much time has gone
+    into training and validation (summed over a killed run and its resumption): the run then validates, keeps the
+    better checkpoint and ends early, so its step count depends on the machine; `recipe` picks `scan` or `mt` (default: from the benchmark's
     family); `overrides` update recipe keys and `architecture_overrides` the model's architecture kwargs.
     """
     from accelerate import Accelerator
@@ -83,6 +85,8 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     budget = training_recipe.steps if max_steps is None else max_steps
     if budget < 1:
         raise BenchbuildError(f"the step budget must be at least 1; got {budget}")
+    if max_minutes is not None and not max_minutes > 0:
+        raise BenchbuildError(f"the time budget must be a positive number of minutes; got {max_minutes}")
     if "train" not in splits:
         raise BenchbuildError(f"{data} has no train split (splits: {', '.join(splits)})")
     train_rows, validation_rows, validation_name = split_validation(splits, validation_split, seed)
@@ -131,6 +135,7 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
         "benchmark": {"path": str(data.resolve()), "family": info.family, "name": info.name,
                       "splits": {name: {"rows": s.rows, "fingerprint": s.fingerprint} for name, s in info.splits.items()}},
         "seed": seed, "recipe_family": family, "recipe": training_recipe.to_dict(), "step_budget": budget,
+        "time_budget_minutes": max_minutes,
         "architecture_overrides": architecture_overrides or {}, "validation": validation_name,
         "validation_rows": len(validation_rows),
         "device": str(accelerator.device), "processes": accelerator.num_processes,
@@ -141,6 +146,8 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     log_every = max(1, training_recipe.eval_every // 10)
     window: list[float] = []
     started = time.perf_counter() - state["elapsed"]  # training seconds, summed over a killed run and its resumption
+    validation_seconds = 0.0  # the last validation's duration: a time budget stops early enough to fit one more
+    stopped_by = "step budget"
 
     with _StepProgress(progress and accelerator.is_main_process, budget, state["step"]) as advance:
         while state["step"] < budget:
@@ -160,13 +167,20 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
             if accelerator.is_main_process and (step % log_every == 0 or step == budget):
                 _append_log(out / LOG_FILE, {"step": step, "loss": sum(window) / len(window), "lr": learning_rate})
                 window = []
-            if step % training_recipe.eval_every == 0 or step == budget:
+            out_of_time = max_minutes is not None and (
+                time.perf_counter() - started + validation_seconds >= max_minutes * 60)
+            if accelerator.num_processes > 1:  # every process must stop at the same step
+                out_of_time = bool(accelerator.reduce(torch.tensor(float(out_of_time), device=accelerator.device),
+                                                      "sum").item())
+            if step % training_recipe.eval_every == 0 or step == budget or out_of_time:
                 accuracy = None
                 if accelerator.is_main_process:
+                    validation_started = time.perf_counter()
                     with accelerator.autocast():
                         accuracy = _validate(accelerator.unwrap_model(network), tokenizer, validation_sources,
                                              validation_targets, training_recipe.eval_batch_size)
                     state["elapsed"] = time.perf_counter() - started
+                    validation_seconds = time.perf_counter() - validation_started
                     _append_log(out / LOG_FILE, {"step": step, "validation_exact_match": accuracy,
                                                  "elapsed_s": round(state["elapsed"], 1)})
                     if state["best"] is None or accuracy > state["best"]:
@@ -179,10 +193,14 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
                     _write_run(out, run)
                 accelerator.wait_for_everyone()
             advance(loss=last_loss, accuracy=state["best"])
+            if out_of_time:
+                stopped_by = "time budget"
+                break
 
     if accelerator.is_main_process:
         run.update({"steps_done": state["step"], "selected_step": state["best_step"],
-                    "validation_exact_match": state["best"], "status": "complete"})
+                    "validation_exact_match": state["best"], "status": "complete", "stopped_by": stopped_by,
+                    "elapsed_s": round(state["elapsed"], 1)})
         _write_run(out, run)
     return TrainResult(run_dir=out, steps=state["step"], selected_step=state["best_step"],
                        validation_exact_match=state["best"], resumed_from=resumed_from)

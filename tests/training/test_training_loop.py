@@ -55,6 +55,7 @@ def test_run_folder_holds_the_selected_checkpoint_checkpoints_log_and_record(fin
 
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "complete" and run["seed"] == 0 and run["recipe_family"] == "scan"
+    assert run["stopped_by"] == "step budget" and run["time_budget_minutes"] is None
     assert run["selected_step"] == result.selected_step
     assert accuracies[run["selected_step"]] == max(accuracies.values())  # first step reaching the best accuracy
     build = json.loads((tiny_scan / "build.json").read_text())
@@ -80,6 +81,17 @@ def test_a_killed_run_resumes_from_its_last_checkpoint_and_matches_the_uninterru
     result = train(tiny_model, tiny_scan, killed, seed=0, device="cpu", progress=False)
     assert result.resumed_from == 20 and result.steps == 30
     assert read_log(killed) == read_log(run_dir)
+
+
+def test_a_time_budget_stops_early_after_validating_and_keeping_the_best_checkpoint(tiny_scan, tiny_model, tmp_path):
+    result = train(tiny_model, tiny_scan, tmp_path / "run", seed=0, max_minutes=1e-6, device="cpu", progress=False)
+    assert result.steps == 1 and result.selected_step == 1
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["stopped_by"] == "time budget" and run["steps_done"] == 1 and run["time_budget_minutes"] == 1e-6
+    assert [line["step"] for line in read_log(tmp_path / "run") if "validation_exact_match" in line] == [1]
+    assert (tmp_path / "run" / "model.safetensors").is_file()
+    with pytest.raises(BenchbuildError, match="time budget"):
+        train(tiny_model, tiny_scan, tmp_path / "other", max_minutes=0, device="cpu", progress=False)
 
 
 def test_a_run_folder_of_different_arguments_is_refused_unless_overwritten(finished_run, tiny_scan, tiny_model, tmp_path):
