@@ -98,12 +98,33 @@ def test_the_spelled_out_attention_equals_pytorchs(case):
     torch.testing.assert_close(ours, expected)
 
 
-def test_attention_dropout_drops_weights_after_the_softmax():
+@pytest.mark.parametrize("case", ["plain", "causal", "key_mask", "square_mask", "additive"])
+def test_attention_dropout_drops_weights_after_the_softmax_in_values_and_gradients(case):
     generator = torch.Generator().manual_seed(1)
-    q, k, v = (torch.randn(2, 2, 5, 4, generator=generator) for _ in range(3))
+    q, k, v = (torch.randn(3, 2, 5, 4, dtype=torch.float64, generator=generator).requires_grad_() for _ in range(3))
+    mask, causal = None, case == "causal"
+    if case == "key_mask":
+        mask = torch.rand(3, 1, 1, 5, generator=generator) > 0.4
+        mask[..., 0] = True
+    if case == "square_mask":
+        mask = torch.rand(5, 5, generator=generator) > 0.4
+        mask[:, 0] = True
+    if case == "additive":
+        mask = torch.randn(1, 2, 5, 5, dtype=torch.float64, generator=generator)
+    upstream = torch.randn(3, 2, 5, 4, dtype=torch.float64, generator=generator)
     torch.manual_seed(5)
-    ours = scaled_dot_product_attention(q, k, v, dropout_p=0.2)
+    ours = scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.2, is_causal=causal)
+    ours_grads = torch.autograd.grad(ours, (q, k, v), upstream)
     torch.manual_seed(5)
-    weights = (q @ k.transpose(-2, -1) / 2.0).softmax(-1)
+    scores = q @ k.transpose(-2, -1) / 2.0
+    if causal:
+        scores = scores.masked_fill(torch.ones(5, 5, dtype=torch.bool).triu(1), float("-inf"))
+    elif mask is not None and mask.dtype == torch.bool:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    elif mask is not None:
+        scores = scores + mask
+    weights = scores.softmax(-1)
     expected = torch.where(keep_mask(weights.shape, 0.2), weights / 0.8, 0.0) @ v
     torch.testing.assert_close(ours, expected)
+    for got, want in zip(ours_grads, torch.autograd.grad(expected, (q, k, v), upstream)):
+        torch.testing.assert_close(got, want)
