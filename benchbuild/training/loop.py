@@ -169,7 +169,7 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
                 window = []
             out_of_time = max_minutes is not None and (
                 time.perf_counter() - started + validation_seconds >= max_minutes * 60)
-            if accelerator.num_processes > 1:  # every process must stop at the same step
+            if max_minutes is not None and accelerator.num_processes > 1:  # all processes stop at one step
                 out_of_time = bool(accelerator.reduce(torch.tensor(float(out_of_time), device=accelerator.device),
                                                       "sum").item())
             if step % training_recipe.eval_every == 0 or step == budget or out_of_time:
