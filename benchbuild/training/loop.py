@@ -57,15 +57,16 @@ class EncodedSplit:
 
 
 def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0, max_steps: int | None = None,
-          max_minutes: float | None = None, device: str = "auto", recipe: str | None = None, overrides: dict | None = None,
-          architecture_overrides: dict | None = None, validation_split: str | None = None,
-          progress: bool = True, overwrite: bool = False) -> TrainResult:
+          max_minutes: float | None = None, device: str = "auto", recipe: str | None = None,
+          overrides: dict | None = None, architecture_overrides: dict | None = None,
+          validation_split: str | None = None, progress: bool = True, overwrite: bool = False) -> TrainResult:
     """Train catalogue model `model` (a name or a `.toml` path) on the benchmark folder `data` into `out`.
 
     `max_steps` replaces the recipe's step budget; `max_minutes` also stops training once that much time has gone
     into training and validation (summed over a killed run and its resumption): the run then validates, keeps the
-    better checkpoint and ends early, so its step count depends on the machine; `recipe` picks `scan` or `mt` (default: from the benchmark's
-    family); `overrides` update recipe keys and `architecture_overrides` the model's architecture kwargs.
+    better checkpoint and ends early, so its step count depends on the machine. `recipe` picks `scan` or `mt`
+    (default: from the benchmark's family); `overrides` update recipe keys and `architecture_overrides` the
+    model's architecture kwargs.
     """
     from accelerate import Accelerator
     from accelerate.utils import set_seed
