@@ -19,15 +19,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from accelerate import Accelerator
+from scan_step import BATCH, ScanStep
 
 import benchbuild.zoo.dropout as zoo_dropout
-from benchbuild.benchmark import load_splits
-from benchbuild.scan.build import build_scan
-from benchbuild.training.loop import backward_batch, batch_indices, encode_rows
 from benchbuild.training.recipe import TrainingRecipe
-from benchbuild.training.tokenization import build_tokenizer
-from benchbuild.zoo import build_model, load_entry
 
 KERNELS = {name: getattr(zoo_dropout, name) for name in ("dropout", "dropout_add", "relu_dropout")}
 TORCH = {
@@ -70,31 +65,15 @@ def time_alone(rounds: int) -> None:
 
 
 def time_steps(steps: int, work: Path) -> None:
-    data = work / "scan" / "simple"
-    if not data.exists():
-        build_scan(work / "scan", names=["simple"])
-    rows = list(load_splits(data)["train"])
-    tokenizer = build_tokenizer([text for row in rows for text in (row["source"], row["target"])], "word", None)
-    encoded = encode_rows(tokenizer, rows)
-    torch.manual_seed(0)
-    network = build_model(load_entry("transformer"), vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
-    network.train()
-    optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3, fused=True)
-    accelerator = Accelerator(cpu=True)
-    recipe = TrainingRecipe(steps=1, batch_size=256, learning_rate=1e-3)
+    scan = ScanStep(work)
+    recipe = TrainingRecipe(steps=1, batch_size=BATCH, learning_rate=1e-3)
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     for step in range(steps + 2):  # the first two rounds warm up (and compile the kernels)
-        indices = batch_indices(step, 256, len(encoded.sources), 0)
         for name, functions in VARIANTS.items():
             use(functions)
-            start = time.perf_counter()
-            backward_batch(accelerator, network, encoded, indices, tokenizer, recipe)
-            torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            seconds = scan.run(step, recipe)
             if step >= 2:
-                times[name].append(time.perf_counter() - start)
+                times[name].append(seconds)
     use(KERNELS)
     reference = median_ms(times[REFERENCE])
     for name, measured in times.items():

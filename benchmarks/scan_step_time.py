@@ -13,18 +13,12 @@ from __future__ import annotations
 import argparse
 import platform
 import statistics
-import time
 from pathlib import Path
 
 import torch
-from accelerate import Accelerator
+from scan_step import BATCH, ScanStep
 
-from benchbuild.benchmark import load_splits
-from benchbuild.scan.build import build_scan
-from benchbuild.training.loop import backward_batch, batch_indices, encode_rows
 from benchbuild.training.recipe import TrainingRecipe
-from benchbuild.training.tokenization import build_tokenizer
-from benchbuild.zoo import build_model, load_entry
 
 # name: (one forward pass over all parts?, number of parts)
 VARIANTS = {
@@ -42,32 +36,16 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/scan-bench"))
     args = parser.parse_args()
 
-    data = args.work / "scan" / "simple"
-    if not data.exists():
-        build_scan(args.work / "scan", names=["simple"])
-    rows = list(load_splits(data)["train"])
-    tokenizer = build_tokenizer([text for row in rows for text in (row["source"], row["target"])], "word", None)
-    encoded = encode_rows(tokenizer, rows)
-    torch.manual_seed(0)
-    network = build_model(load_entry("transformer"), vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
-    network.train()
-    optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3, fused=True)
-    accelerator = Accelerator(cpu=True)
+    scan = ScanStep(args.work)
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     for step in range(args.steps + 2):  # the first two rounds warm up
-        indices = batch_indices(step, 256, len(encoded.sources), 0)
         for name, (grouped, parts) in VARIANTS.items():
-            network.accepts_length_groups = grouped  # the instance's switch; the class default is True
-            recipe = TrainingRecipe(steps=1, batch_size=256, learning_rate=1e-3, micro_batches=parts,
+            scan.network.accepts_length_groups = grouped  # the instance's switch; the class default is True
+            recipe = TrainingRecipe(steps=1, batch_size=BATCH, learning_rate=1e-3, micro_batches=parts,
                                     length_groups=parts)
-            start = time.perf_counter()
-            backward_batch(accelerator, network, encoded, indices, tokenizer, recipe)
-            torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            seconds = scan.run(step, recipe)
             if step >= 2:
-                times[name].append(time.perf_counter() - start)
+                times[name].append(seconds)
     print(f"machine: {platform.machine()} {platform.node()}, torch {torch.__version__}, "
           f"threads {torch.get_num_threads()}, CPU capability {torch.backends.cpu.get_cpu_capability()}; "
           f"{args.steps} steps of batch 256 on SCAN simple per variant")
