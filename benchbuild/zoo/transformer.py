@@ -25,7 +25,8 @@ Dropout: `dropout` on embeddings and sub-layer outputs, `attention_dropout` on a
 
 Grouped training (every switch; `TransformerForSeq2Seq.grouped_logits`): a batch cut into length groups runs as one
 forward pass, position-wise layers once over all groups' positions and attention or convolution group by group
-(see `Groups`); the logits equal each group's own forward pass.
+(see `Groups`); the logits equal each group's own forward pass. Plain attention (positions "absolute" or "none")
+on CPU runs all groups at once in `packed_attention`'s compiled kernel when it is available.
 
 Incremental decoding (every switch; `use_cache=True` by default): `generate()` hands the decoder a
 `transformers` `EncoderDecoderCache`. Slot d of its self-attention cache holds depth d's keys and values of the
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -47,6 +49,7 @@ from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.zoo import packed_attention
 from benchbuild.zoo.dropout import Dropout, scaled_dot_product_attention
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel, check_choice
 
@@ -123,6 +126,40 @@ class Groups:
         self.shapes = [(int(rows), int(length)) for rows, length in shapes]
         self.masks = masks
         self.sizes = [rows * length for rows, length in self.shapes]
+        self._layouts: dict = {}
+
+    def starts(self) -> np.ndarray:
+        """The first grouped position of each sequence."""
+        offsets = np.cumsum([0] + self.sizes[:-1])
+        return np.concatenate([offset + length * np.arange(rows) for offset, (rows, length)
+                               in zip(offsets, self.shapes)]).astype(np.int64)
+
+    def padded_lengths(self) -> np.ndarray:
+        """Each sequence's length within its group."""
+        return np.concatenate([np.full(rows, length) for rows, length in self.shapes]).astype(np.int64)
+
+    def real_lengths(self) -> np.ndarray | None:
+        """Each sequence's count of real positions (all of them without masks), or None when some mask does not
+        mark a prefix (real positions first, padding after)."""
+        if self.masks is None:
+            return self.padded_lengths()
+        masks = [mask.bool().cpu().numpy() for mask in self.masks]
+        counts = [mask.sum(axis=1) for mask in masks]
+        if any(not np.array_equal(mask, np.arange(mask.shape[1])[None, :] < count[:, None])
+               for mask, count in zip(masks, counts)):
+            return None
+        return np.concatenate(counts).astype(np.int64)
+
+    def layout(self, keys: Groups, causal: bool) -> packed_attention.SequenceLayout | None:
+        """Where each sequence's queries (laid out by these groups) and real keys (laid out by `keys`) are, for
+        `packed_attention`; None when some key mask is not a prefix."""
+        cache_key = (id(keys), causal)
+        if cache_key not in self._layouts:
+            key_lengths = keys.real_lengths()
+            layout = None if key_lengths is None else packed_attention.SequenceLayout(
+                self.starts(), self.padded_lengths(), keys.starts(), key_lengths, causal)
+            self._layouts[cache_key] = (keys, layout)  # holding `keys` keeps its id unique while cached
+        return self._layouts[cache_key][1]
 
     def split(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """Views (rows, length, …) of each group's part of the grouped tensor `flat`."""
@@ -248,6 +285,9 @@ class Attention(nn.Module):
 
     def _grouped(self, x: torch.Tensor, keys_from: torch.Tensor | None, values_from: torch.Tensor | None,
                  groups: Groups, key_groups: Groups) -> torch.Tensor:
+        layout = groups.layout(key_groups, self.causal) if self.position in ("absolute", "none") else None
+        if layout is not None and packed_attention.supports(x, layout, self.num_heads):
+            return self.out(self._packed(x, keys_from, values_from, layout))
         if keys_from is None and values_from is None:
             parts = [[self._heads(t) for t in part.chunk(3, dim=-1)]
                      for part in groups.split(self._projected_together(x))]
@@ -259,6 +299,22 @@ class Attention(nn.Module):
             parts = [[self._heads(q), self._heads(k), self._heads(v)] for q, k, v in zip(queries, keys, values)]
         return self.out(Groups.join([self._attend(q, k, v, mask) for (q, k, v), mask in zip(parts,
                                                                                           key_groups.key_masks())]))
+
+    def _packed(self, x: torch.Tensor, keys_from: torch.Tensor | None, values_from: torch.Tensor | None,
+                layout: packed_attention.SequenceLayout) -> torch.Tensor:
+        """All sequences of a grouped batch attend in one `packed_attention` call (the CPU fast path)."""
+        dropout = self.dropout if self.training else 0.0
+        if keys_from is None and values_from is None:
+            return packed_attention.packed_attention(self._projected_together(x), None, layout, self.num_heads,
+                                                     dropout)
+        keys_from = x if keys_from is None else keys_from
+        values_from = keys_from if values_from is None else values_from
+        if values_from is keys_from:
+            keys_values = F.linear(keys_from, torch.cat([self.key.weight, self.value.weight]),
+                                   torch.cat([self.key.bias, self.value.bias]))
+        else:
+            keys_values = torch.cat([self.key(keys_from), self.value(values_from)], dim=1)
+        return packed_attention.packed_attention(self.query(x), keys_values, layout, self.num_heads, dropout)
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
         """Heads (B, H, Lq, d_head) attend over (B, H, Lk, d_head); the heads' outputs concatenated, (B, Lq, d)."""

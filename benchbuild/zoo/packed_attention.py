@@ -1,0 +1,251 @@
+"""Attention over a whole grouped training batch in one compiled call on CPU, attention dropout included.
+
+In a grouped training step (`benchbuild.zoo.transformer.Groups`) each length group attends on its own: per group,
+head layout copies, two batched products of tiny matrices (tens of keys of 16 dimensions), a mask, a softmax and
+dropout, each a separate torch call, forward and backward. On 2 cores that was half of a SCAN training step
+(measured by replacing it), nearly all per-call overhead and tiny-matrix inefficiency. Here a small C kernel
+(`attention_kernel.c`) runs every (sequence, head) pair of the batch, reading queries, keys and values straight
+from the projections' outputs (column blocks of them) and writing the layout the output projection reads. The
+backward kernel recomputes the attention weights from each query's saved log-sum-exp (as FlashAttention does) and
+takes the softmax's row term from dO·O. Threads split the pairs (ctypes releases the GIL), each pair writing only
+its own rows and columns, so results do not depend on the thread count.
+
+The attention dropout mask is `benchbuild.zoo.dropout`'s keyed hash of each weight's index
+((query row · heads + head) · longest key count + key position), keyed by one draw from torch's generator: a
+function of torch's RNG state alone, recomputed in the backward pass rather than stored (`attention_keep_mask`
+returns it).
+
+The kernel is compiled with the system's C compiler (`$CC`, else `cc`) at first use, for this CPU
+(`-march=native`), into `$BENCHBUILD_KERNEL_CACHE` (default `~/.cache/benchbuild/kernels`), keyed by the source,
+the compiler and the CPU. Without a compiler, `available()` is False and callers keep their own path (with one
+warning); `BENCHBUILD_PACKED_ATTENTION=0` turns it off by choice. Only what the SCAN Transformer needs is here: float32 content attention without position terms,
+optionally causal, over the first `key_lengths[b]` keys of sequence b.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import hashlib
+import math
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from benchbuild.zoo.dropout import _Mask, keep_mask
+
+SOURCE = Path(__file__).with_name("attention_kernel.c")
+ENABLED_VARIABLE = "BENCHBUILD_PACKED_ATTENTION"  # "0" turns the kernel off (callers attend their own way)
+FLAGS = ("-O3", "-march=native", "-ffast-math", "-fno-finite-math-only", "-fPIC", "-shared")
+_MAX_WEIGHTS = 2**32  # weight indices are hashed as 32-bit words
+
+
+@dataclass(frozen=True)
+class SequenceLayout:
+    """Where each sequence of a batch lives in the flat (tokens, channels) tensors: its queries are rows
+    `query_starts[b]` .. + `query_lengths[b]` of the query tensor, its keys rows `key_starts[b]` .. +
+    `key_lengths[b]` of the key tensor (real keys only: padding after them is never attended). `causal`: query i
+    sees keys 0 .. i only. Arrays are int64."""
+
+    query_starts: np.ndarray
+    query_lengths: np.ndarray
+    key_starts: np.ndarray
+    key_lengths: np.ndarray
+    causal: bool
+
+    def __post_init__(self):
+        for name in ("query_starts", "query_lengths", "key_starts", "key_lengths"):
+            object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))
+
+    @property
+    def sequences(self) -> int:
+        return len(self.query_starts)
+
+    @property
+    def longest_keys(self) -> int:
+        return max(int(self.key_lengths.max()), 1) if self.sequences else 1
+
+
+def _cache_dir() -> Path:
+    configured = os.environ.get("BENCHBUILD_KERNEL_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "benchbuild" / "kernels"
+
+
+def _cpu_signature() -> str:
+    try:
+        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
+    except (OSError, StopIteration):
+        flags = platform.processor()
+    return platform.machine() + flags
+
+
+def build(compiler: str, cache_dir: Path) -> Path | None:
+    """The kernel compiled by `compiler` for this CPU under `cache_dir` (reused when already built); None, with a
+    warning saying why, when it cannot be built."""
+    key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), compiler.encode(), " ".join(FLAGS).encode(),
+                                     _cpu_signature().encode()])).hexdigest()[:16]
+    target = cache_dir / f"attention-{key}.so"
+    if target.is_file():
+        return target
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            built = Path(tmp) / target.name
+            result = subprocess.run([compiler, *FLAGS, "-o", str(built), str(SOURCE), "-lm"], capture_output=True,
+                                    text=True)
+            if result.returncode != 0:
+                raise OSError(result.stderr.strip()[:300] or f"{compiler} exited with {result.returncode}")
+            os.replace(built, target)  # atomic: processes building at once each rename a whole library
+    except OSError as error:
+        warnings.warn(f"benchbuild: could not compile {SOURCE.name} with {compiler} ({error}); grouped training "
+                      "attends group by group instead (slower). Set CC to a working C compiler to fix this.")
+        return None
+    return target
+
+
+@functools.lru_cache(maxsize=1)
+def _library() -> ctypes.CDLL | None:
+    """The compiled kernel, built on first use (None when it cannot be built)."""
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        warnings.warn("benchbuild: no C compiler found, so grouped training attends group by group (slower); "
+                      "install one or set CC")
+        return None
+    path = build(compiler, _cache_dir())
+    if path is None:
+        return None
+    library = ctypes.CDLL(str(path))
+    i64, f32, u32, ptr = ctypes.c_int64, ctypes.c_float, ctypes.c_uint32, ctypes.c_void_p
+    tail = [i64, ctypes.c_int, ctypes.c_int, ctypes.c_int, f32, u32, u32, u32, f32, i64, i64, i64]
+    head = [ptr, i64, i64, ptr, i64, i64, ptr, i64, i64]
+    library.attention_forward.argtypes = head + [ptr, ptr, ptr, ptr, ptr, ptr] + tail
+    library.attention_backward.argtypes = head + [ptr] * 10 + tail
+    library.attention_forward.restype = library.attention_backward.restype = None
+    return library
+
+
+def available() -> bool:
+    """Whether the compiled kernel is on (`$BENCHBUILD_PACKED_ATTENTION` is not "0") and can be used on this machine
+    (compiles it on first call)."""
+    return os.environ.get(ENABLED_VARIABLE, "1") != "0" and _library() is not None
+
+
+@contextlib.contextmanager
+def disabled():
+    """Within the block, `supports` says no: callers take their own path (for comparisons)."""
+    previous = os.environ.get(ENABLED_VARIABLE)
+    os.environ[ENABLED_VARIABLE] = "0"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[ENABLED_VARIABLE]
+        else:
+            os.environ[ENABLED_VARIABLE] = previous
+
+
+@functools.lru_cache(maxsize=4)
+def _pool(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="benchbuild-attention")
+
+
+def _run(function, *arguments) -> None:
+    """`function(*arguments, first, step)` over all tasks, split over torch's thread count."""
+    threads = max(1, torch.get_num_threads())
+    if threads == 1:
+        function(*arguments, 0, 1)
+        return
+    futures = [_pool(threads).submit(function, *arguments, first, threads) for first in range(threads)]
+    for future in futures:
+        future.result()
+
+
+def _pointer(t: torch.Tensor) -> int:
+    return t.data_ptr()
+
+
+class _NoDropout:
+    key_low = key_high = threshold = np.uint32(0)  # every weight's hash is >= 0: all kept
+
+
+_NO_DROPOUT = _NoDropout()
+
+
+class _PackedAttention(torch.autograd.Function):
+    """Heads of `queries` (column block `q_col` of a (tokens, ·) tensor) attend over keys and values, column blocks
+    `k_col` / `v_col` of `keys_values` (of `queries` itself when that is None: self-attention from one fused
+    projection); returns (query tokens, heads · head_dim)."""
+
+    @staticmethod
+    def forward(ctx, queries, keys_values, q_col, k_col, v_col, heads, head_dim, layout, p):
+        mask = _Mask(p) if p > 0 else _NO_DROPOUT  # no draw from torch's generator when nothing is dropped
+        source = queries if keys_values is None else keys_values
+        out = torch.zeros(queries.size(0), heads * head_dim, dtype=queries.dtype)
+        lse = torch.empty(queries.size(0), heads, dtype=queries.dtype)
+        settings = (layout.sequences, int(layout.causal), heads, head_dim, 1.0 / math.sqrt(head_dim),
+                    int(mask.key_low), int(mask.key_high), int(mask.threshold), 1.0 / (1.0 - p), layout.longest_keys)
+        _run(_library().attention_forward, _pointer(queries), queries.size(1), q_col, _pointer(source),
+             source.size(1), k_col, _pointer(source), source.size(1), v_col, _pointer(out), _pointer(lse),
+             *_layout_pointers(layout), *settings)
+        ctx.save_for_backward(queries, source, out, lse)
+        ctx.self_attention = keys_values is None
+        ctx.columns, ctx.layout, ctx.settings = (q_col, k_col, v_col), layout, settings
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        queries, source, out, lse = ctx.saved_tensors
+        q_col, k_col, v_col = ctx.columns
+        grad = grad.contiguous()
+        d_queries = torch.zeros_like(queries)
+        d_source = d_queries if ctx.self_attention else torch.zeros_like(source)
+        _run(_library().attention_backward, _pointer(queries), queries.size(1), q_col, _pointer(source),
+             source.size(1), k_col, _pointer(source), source.size(1), v_col, _pointer(out), _pointer(lse),
+             _pointer(grad), _pointer(d_queries), _pointer(d_source), _pointer(d_source),
+             *_layout_pointers(ctx.layout), *ctx.settings)
+        return d_queries, None if ctx.self_attention else d_source, None, None, None, None, None, None, None
+
+
+def _layout_pointers(layout: SequenceLayout) -> list[int]:
+    return [array.ctypes.data for array in (layout.query_starts, layout.query_lengths, layout.key_starts,
+                                            layout.key_lengths)]
+
+
+def supports(x: torch.Tensor, layout: SequenceLayout, heads: int) -> bool:
+    """Whether `packed_attention` runs for `x` (d = x.size(1) features in `heads` heads): float32 on CPU, head size a
+    multiple of 8 up to 256, weight indices within 32 bits, and the kernel compiled."""
+    head_dim = x.size(1) // heads
+    return (x.device.type == "cpu" and x.dtype == torch.float32 and head_dim % 8 == 0 and 0 < head_dim <= 256
+            and int(x.size(0)) * heads * layout.longest_keys < _MAX_WEIGHTS and available())
+
+
+def packed_attention(queries: torch.Tensor, keys_values: torch.Tensor | None, layout: SequenceLayout, heads: int,
+                     dropout_p: float = 0.0) -> torch.Tensor:
+    """Multi-head attention of every sequence in `layout`: (query tokens, d), d = heads · head_dim.
+
+    Self-attention: `queries` is a fused (tokens, 3d) projection (queries, keys, values) and `keys_values` None;
+    cross-attention: `queries` is (query tokens, d) and `keys_values` (key tokens, 2d) (keys, then values).
+    Attention weights are dropped with probability `dropout_p` (pass 0 outside training); kept ones are scaled by
+    1 / (1 - p). Rows of `queries` that no sequence covers come out as zeros.
+    """
+    d = queries.size(1) // 3 if keys_values is None else keys_values.size(1) // 2
+    k_col, v_col = (d, 2 * d) if keys_values is None else (0, d)
+    queries = queries.contiguous()
+    keys_values = keys_values.contiguous() if keys_values is not None else None
+    return _PackedAttention.apply(queries, keys_values, 0, k_col, v_col, heads, d // heads, layout, dropout_p)
+
+
+def attention_keep_mask(layout: SequenceLayout, rows: int, heads: int, p: float) -> torch.Tensor:
+    """(rows, heads, longest key count) booleans: whether `packed_attention` would keep weight (row, head, key)
+    when called from the same RNG state (weight j of query row r in head h)."""
+    return keep_mask((rows, heads, layout.longest_keys), p)
