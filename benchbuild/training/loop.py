@@ -228,9 +228,9 @@ def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequenc
                for part in parts]
     if grouped:
         # One forward pass over all the parts as length groups (see benchbuild.zoo.transformer.Groups).
-        inputs = [{name: batch[name] for name in ("input_ids", "attention_mask", "decoder_input_ids")}
-                  for batch in batches]
-        labels = torch.cat([batch["labels"].reshape(-1) for batch in batches])
+        inputs = [{name: batch[name] for name in ("input_ids", "attention_mask", "decoder_input_ids",
+                                                  "decoder_attention_mask")} for batch in batches]
+        labels = torch.cat([batch["labels"][batch["decoder_attention_mask"].bool()] for batch in batches])
         with accelerator.autocast():
             logits = network(length_groups=inputs).logits
         loss = _summed_loss(logits, labels, training_recipe) / tokens
@@ -356,7 +356,8 @@ def _best_cuts(lengths: np.ndarray, parts: int) -> list[int]:
 
 
 def collate(encoded: EncodedSplit, indices: Sequence[int], pad_id: int, bos_id: int, device) -> dict[str, torch.Tensor]:
-    """Padded encoder ids + mask, decoder inputs (`<s>` + target shifted right) and labels (-100 on padding)."""
+    """Padded encoder ids + mask, decoder inputs (`<s>` + target shifted right) + mask, and labels (-100 on
+    padding)."""
     sources = [encoded.sources[i] for i in indices]
     targets = [encoded.targets[i] for i in indices]
     source_filled = _filled(sources)
@@ -368,7 +369,8 @@ def collate(encoded: EncodedSplit, indices: Sequence[int], pad_id: int, bos_id: 
     decoder_input_ids = np.full(target_filled.shape, pad_id, dtype=np.int64)
     decoder_input_ids[target_filled] = np.concatenate([[bos_id, *target[:-1]] for target in targets])
     tensors = (("input_ids", input_ids), ("attention_mask", source_filled.astype(np.int64)),
-               ("decoder_input_ids", decoder_input_ids), ("labels", labels))
+               ("decoder_input_ids", decoder_input_ids), ("decoder_attention_mask", target_filled.astype(np.int64)),
+               ("labels", labels))
     return {name: torch.from_numpy(array).to(device) for name, array in tensors}
 
 

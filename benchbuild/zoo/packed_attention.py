@@ -31,6 +31,7 @@ import hashlib
 import math
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -42,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchbuild.errors import BenchbuildError
 from benchbuild.zoo.dropout import _Mask, keep_mask
 
 SOURCE = Path(__file__).with_name("attention_kernel.c")
@@ -90,8 +92,8 @@ def _cpu_signature() -> str:
 
 
 def build(compiler: str, cache_dir: Path) -> Path | None:
-    """The kernel compiled by `compiler` for this CPU under `cache_dir` (reused when already built); None, with a
-    warning saying why, when it cannot be built."""
+    """The kernel compiled by `compiler` (a command, possibly with options, as in `$CC`) for this CPU under
+    `cache_dir`, reused when already built; None, with a warning saying why, when it cannot be built."""
     key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), compiler.encode(), " ".join(FLAGS).encode(),
                                      _cpu_signature().encode()])).hexdigest()[:16]
     target = cache_dir / f"attention-{key}.so"
@@ -101,8 +103,8 @@ def build(compiler: str, cache_dir: Path) -> Path | None:
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
             built = Path(tmp) / target.name
-            result = subprocess.run([compiler, *FLAGS, "-o", str(built), str(SOURCE), "-lm"], capture_output=True,
-                                    text=True)
+            result = subprocess.run([*shlex.split(compiler), *FLAGS, "-o", str(built), str(SOURCE), "-lm"],
+                                    capture_output=True, text=True)
             if result.returncode != 0:
                 raise OSError(result.stderr.strip()[:300] or f"{compiler} exited with {result.returncode}")
             os.replace(built, target)  # atomic: processes building at once each rename a whole library
@@ -221,12 +223,19 @@ def _layout_pointers(layout: SequenceLayout) -> list[int]:
                                             layout.key_lengths)]
 
 
+def fits(device: torch.device, dtype: torch.dtype, rows: int, features: int, heads: int, longest_keys: int) -> bool:
+    """Whether `packed_attention` runs for (rows, features) queries in `heads` heads attending over at most
+    `longest_keys` keys: float32 on CPU, head size a multiple of 8 up to 256, weight indices within 32 bits, and
+    the kernel compiled."""
+    head_dim = features // heads
+    return (torch.device(device).type == "cpu" and dtype == torch.float32 and head_dim * heads == features
+            and head_dim % 8 == 0 and 0 < head_dim <= 256 and rows * heads * max(longest_keys, 1) < _MAX_WEIGHTS
+            and available())
+
+
 def supports(x: torch.Tensor, layout: SequenceLayout, heads: int) -> bool:
-    """Whether `packed_attention` runs for `x` (d = x.size(1) features in `heads` heads): float32 on CPU, head size a
-    multiple of 8 up to 256, weight indices within 32 bits, and the kernel compiled."""
-    head_dim = x.size(1) // heads
-    return (x.device.type == "cpu" and x.dtype == torch.float32 and head_dim % 8 == 0 and 0 < head_dim <= 256
-            and int(x.size(0)) * heads * layout.longest_keys < _MAX_WEIGHTS and available())
+    """`fits` for queries like `x` (rows, d) in `layout`."""
+    return fits(x.device, x.dtype, x.size(0), x.size(1), heads, layout.longest_keys)
 
 
 def packed_attention(queries: torch.Tensor, keys_values: torch.Tensor | None, layout: SequenceLayout, heads: int,
@@ -238,6 +247,9 @@ def packed_attention(queries: torch.Tensor, keys_values: torch.Tensor | None, la
     Attention weights are dropped with probability `dropout_p` (pass 0 outside training); kept ones are scaled by
     1 / (1 - p). Rows of `queries` that no sequence covers come out as zeros.
     """
+    if _library() is None:
+        raise BenchbuildError("packed attention needs its C kernel, which could not be built here (see the warning); "
+                              "check `supports()` first and attend another way when it says no")
     d = queries.size(1) // 3 if keys_values is None else keys_values.size(1) // 2
     k_col, v_col = (d, 2 * d) if keys_values is None else (0, d)
     queries = queries.contiguous()

@@ -25,8 +25,10 @@ Dropout: `dropout` on embeddings and sub-layer outputs, `attention_dropout` on a
 
 Grouped training (every switch; `TransformerForSeq2Seq.grouped_logits`): a batch cut into length groups runs as one
 forward pass, position-wise layers once over all groups' positions and attention or convolution group by group
-(see `Groups`); the logits equal each group's own forward pass. Plain attention (positions "absolute" or "none")
-on CPU runs all groups at once in `packed_attention`'s compiled kernel when it is available.
+(see `Groups`); the logits equal each group's own forward pass. On CPU, attention without distance terms (every
+cross-attention; self-attention with positions "absolute" or "none") runs all groups at once in
+`packed_attention`'s compiled kernel when it is available, and when every attention of the model does, the batch is
+laid out with no padding at all (see `Packed`): position-wise layers then see real tokens only.
 
 Incremental decoding (every switch; `use_cache=True` by default): `generate()` hands the decoder a
 `transformers` `EncoderDecoderCache`. Slot d of its self-attention cache holds depth d's keys and values of the
@@ -174,9 +176,41 @@ class Groups:
     def key_masks(self) -> list[torch.Tensor | None]:
         return self.masks if self.masks is not None else [None] * len(self.shapes)
 
+    @property
+    def longest(self) -> int:
+        return max(length for _, length in self.shapes)
+
     def positions(self, device) -> torch.Tensor:
         """Each grouped position's index within its sequence."""
         return torch.cat([torch.arange(length, device=device).repeat(rows) for rows, length in self.shapes])
+
+
+class Packed:
+    """Sequences laid out back to back with no padding at all, (Σ lengths, …): what `packed_attention` reads, so with
+    it position-wise layers see real tokens only. `lengths` holds each sequence's length, in order."""
+
+    def __init__(self, lengths: np.ndarray):
+        self.lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
+        self._layouts: dict = {}
+
+    @property
+    def longest(self) -> int:
+        return int(self.lengths.max())
+
+    def layout(self, keys: Packed, causal: bool) -> packed_attention.SequenceLayout:
+        """Where each sequence's queries (laid out here) and keys (laid out by `keys`) are."""
+        cache_key = (id(keys), causal)
+        if cache_key not in self._layouts:
+            self._layouts[cache_key] = (keys, packed_attention.SequenceLayout(self.starts, self.lengths, keys.starts,
+                                                                              keys.lengths, causal))
+        return self._layouts[cache_key][1]
+
+    def positions(self, device) -> torch.Tensor:
+        """Each token's index within its sequence."""
+        counts = torch.from_numpy(self.lengths)
+        offsets = torch.from_numpy(self.starts).repeat_interleave(counts)
+        return (torch.arange(int(counts.sum())) - offsets).to(device)
 
 
 class TokenEmbedding(nn.Module):
@@ -197,7 +231,7 @@ class TokenEmbedding(nn.Module):
         else:
             init.normal_(self.weight, mean=0.0, std=1.0 / math.sqrt(self.d_model))
 
-    def forward(self, ids: torch.LongTensor, start: int = 0, groups: Groups | None = None) -> torch.Tensor:
+    def forward(self, ids: torch.LongTensor, start: int = 0, groups: Groups | Packed | None = None) -> torch.Tensor:
         """Embeddings of `ids`, the first of which sits at position `start` (the cached prefix's length); with
         `groups`, of the grouped ids (a flat tensor), each at its position within its sequence."""
         words = F.embedding(ids, self.weight)
@@ -206,8 +240,8 @@ class TokenEmbedding(nn.Module):
         if not self.absolute:
             return words
         if groups is not None:
-            longest = max(length for _, length in groups.shapes)
-            positions = sinusoid(torch.arange(longest, device=ids.device), self.d_model)[groups.positions(ids.device)]
+            positions = sinusoid(torch.arange(groups.longest, device=ids.device),
+                                 self.d_model)[groups.positions(ids.device)]
         else:
             positions = sinusoid(torch.arange(start, start + ids.size(1), device=ids.device), self.d_model)
         positions = positions.to(words.dtype)
@@ -253,7 +287,8 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, keys_from: torch.Tensor | None = None, values_from: torch.Tensor | None = None,
                 key_mask: torch.Tensor | None = None, cache: EncoderDecoderCache | None = None,
-                depth: int = 0, groups: Groups | None = None, key_groups: Groups | None = None) -> torch.Tensor:
+                depth: int = 0, groups: Groups | Packed | None = None, key_groups: Groups | Packed | None = None
+                ) -> torch.Tensor:
         """`x` (B, Lq, d) attends over `keys_from`/`values_from` (default: `x`); `key_mask` (B, Lk) marks real keys.
 
         With a `cache`, self-attention appends its keys and values to slot `depth` of the self-attention cache and
@@ -284,7 +319,7 @@ class Attention(nn.Module):
         return self.out(self._attend(q, k, v, key_mask))
 
     def _grouped(self, x: torch.Tensor, keys_from: torch.Tensor | None, values_from: torch.Tensor | None,
-                 groups: Groups, key_groups: Groups) -> torch.Tensor:
+                 groups: Groups | Packed, key_groups: Groups | Packed) -> torch.Tensor:
         layout = groups.layout(key_groups, self.causal) if self.position in ("absolute", "none") else None
         if layout is not None and packed_attention.supports(x, layout, self.num_heads):
             return self.out(self._packed(x, keys_from, values_from, layout))
@@ -444,14 +479,15 @@ class Layer(nn.Module):
         return norm(self.dropout.add_to(x, compute(x)))
 
     def _mix(self, x: torch.Tensor, mask: torch.Tensor | None, cache: EncoderDecoderCache | None = None,
-             depth: int = 0, groups: Groups | None = None) -> torch.Tensor:
+             depth: int = 0, groups: Groups | Packed | None = None) -> torch.Tensor:
         mixed = self.mixer(x, key_mask=mask, cache=cache, depth=depth, groups=groups)
         return self.gate(mixed) if self.gate is not None else mixed
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, below: list[torch.Tensor],
                 memory_keys: torch.Tensor | None = None, memory_values: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, cache: EncoderDecoderCache | None = None,
-                depth: int = 0, groups: Groups | None = None, memory_groups: Groups | None = None) -> torch.Tensor:
+                depth: int = 0, groups: Groups | Packed | None = None,
+                memory_groups: Groups | Packed | None = None) -> torch.Tensor:
         """`cache` (decoder only): the decoding cache, whose slot `depth` belongs to this application of the layer.
         `groups` (training): `x` is a grouped tensor laid out by them; the decoder's memory (the encoder output) is
         laid out by `memory_groups`."""
@@ -539,30 +575,57 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
         return F.linear(hidden, self.embedding.weight)
 
     def grouped_logits(self, length_groups: list[dict[str, torch.Tensor]]) -> torch.Tensor:
-        """Teacher-forced logits of a batch given as length groups, each a dict of its rows' `input_ids`,
-        `attention_mask` and `decoder_input_ids` padded to the group's own longest row: (Σ rows · target length,
-        vocab), group after group, row-major within a group (the order of the groups' flattened labels).
+        """Teacher-forced logits of the real target positions of a batch given as length groups, each a dict of its
+        rows' `input_ids`, `attention_mask`, `decoder_input_ids` and (optional, default all ones)
+        `decoder_attention_mask`, right-padded to the group's own longest row: (real target positions, vocab),
+        group after group, row-major within a group — the order of the groups' labels other than -100.
 
-        The same function as `forward` on each group; position-wise layers run once over the whole batch (see
-        `Groups`), which saves the per-call overhead of one forward pass per group and lets the groups be many.
+        The same function as `forward` on each group; position-wise layers run once over the whole batch, which
+        saves the per-call overhead of one forward pass per group. When every attention of this model can run in
+        `packed_attention`'s kernel, the batch is packed with no padding at all (`Packed`); otherwise each group is
+        padded to its own longest row (`Groups`).
         """
-        # Sources are short and similar in length: the encoder takes all rows as one group padded to the longest
-        # source (one attention call per layer), and each target group reads its own rows of the encoder output.
-        longest = max(group["input_ids"].size(1) for group in length_groups)
-        source_ids = torch.cat([F.pad(group["input_ids"], (0, longest - group["input_ids"].size(1)),
-                                      value=self.config.pad_token_id) for group in length_groups])
-        source_mask = torch.cat([F.pad(group["attention_mask"], (0, longest - group["attention_mask"].size(1)))
-                                 for group in length_groups])
-        rows = [group["input_ids"].size(0) for group in length_groups]
-        sources = Groups([(len(source_ids), longest)], [source_mask])
-        memory_groups = Groups([(count, longest) for count in rows], list(source_mask.split(rows)))
-        targets = Groups([group["decoder_input_ids"].shape for group in length_groups])
-        target_ids = torch.cat([group["decoder_input_ids"].reshape(-1) for group in length_groups])
-        memory = self.encoder_stack(self.embedding_dropout(self.embedding(source_ids.reshape(-1), groups=sources)),
-                                    None, groups=sources)
+        target_masks = [group.get("decoder_attention_mask", torch.ones_like(group["decoder_input_ids"])).bool()
+                        for group in length_groups]
+        if self._packs(length_groups):
+            source_masks = [group["attention_mask"].bool() for group in length_groups]
+            sources = Packed(torch.cat([mask.sum(1) for mask in source_masks]).cpu().numpy())
+            targets = Packed(torch.cat([mask.sum(1) for mask in target_masks]).cpu().numpy())
+            source_ids = torch.cat([group["input_ids"][mask] for group, mask in zip(length_groups, source_masks)])
+            target_ids = torch.cat([group["decoder_input_ids"][mask]
+                                    for group, mask in zip(length_groups, target_masks)])
+            memory_groups = sources
+        else:
+            # Sources are short and similar in length: the encoder takes all rows as one group padded to the longest
+            # source (one attention call per layer), and each target group reads its own rows of the encoder output.
+            longest = max(group["input_ids"].size(1) for group in length_groups)
+            source_ids = torch.cat([F.pad(group["input_ids"], (0, longest - group["input_ids"].size(1)),
+                                          value=self.config.pad_token_id) for group in length_groups]).reshape(-1)
+            source_mask = torch.cat([F.pad(group["attention_mask"], (0, longest - group["attention_mask"].size(1)))
+                                     for group in length_groups])
+            rows = [group["input_ids"].size(0) for group in length_groups]
+            sources = Groups([(len(source_mask), longest)], [source_mask])
+            memory_groups = Groups([(count, longest) for count in rows], list(source_mask.split(rows)))
+            targets = Groups([group["decoder_input_ids"].shape for group in length_groups])
+            target_ids = torch.cat([group["decoder_input_ids"].reshape(-1) for group in length_groups])
+        memory = self.encoder_stack(self.embedding_dropout(self.embedding(source_ids, groups=sources)), None,
+                                    groups=sources)
         hidden = self.decoder_stack(self.embedding_dropout(self.embedding(target_ids, groups=targets)), None,
                                     groups=targets, memory_keys=memory, memory_groups=memory_groups)
+        if isinstance(targets, Groups):
+            hidden = hidden[torch.cat([mask.reshape(-1) for mask in target_masks])]
         return F.linear(hidden, self.embedding.weight)
+
+    def _packs(self, length_groups: list[dict[str, torch.Tensor]]) -> bool:
+        """Whether every attention of this model runs in `packed_attention` for this batch: plain attention (no
+        distance terms, no convolution), a kernel-sized head, CPU float32, and the kernel built."""
+        config = self.config
+        if config.position not in ("absolute", "none") or config.mixer != "attention":
+            return False
+        tokens = sum(group["decoder_input_ids"].numel() + group["input_ids"].numel() for group in length_groups)
+        longest = max(max(group["decoder_input_ids"].size(1), group["input_ids"].size(1)) for group in length_groups)
+        weight = self.embedding.weight
+        return packed_attention.fits(weight.device, weight.dtype, tokens, config.d_model, config.num_heads, longest)
 
     def decoding_cache(self, past_key_values: Cache | None, use_cache: bool | None) -> EncoderDecoderCache | None:
         """The cache to decode with: the one given (a bare self-attention cache gains a cross-attention one), a new

@@ -97,6 +97,7 @@ def test_collate_pads_shifts_targets_and_masks_labels():
     assert batch["input_ids"].tolist() == [[7, 2, 0, 0], [8, 9, 10, 2]]
     assert batch["attention_mask"].tolist() == [[1, 1, 0, 0], [1, 1, 1, 1]]
     assert batch["decoder_input_ids"].tolist() == [[1, 12, 13, 14], [1, 15, 0, 0]]
+    assert batch["decoder_attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 0, 0]]
     assert batch["labels"].tolist() == [[12, 13, 14, 2], [15, 2, -100, -100]]
 
 
@@ -154,13 +155,15 @@ def test_length_groups_in_one_pass_equal_one_forward_per_group(scan_simple, mode
                           overrides={"d_model": 32, "num_heads": 4, "d_ff": 64}).eval()
     groups = [collate(scan_simple, part, 0, 1, "cpu")
               for part in micro_batches(scan_simple, batch_indices(0, 48, len(scan_simple.sources), 0), 5)]
-    inputs = [{name: group[name] for name in ("input_ids", "attention_mask", "decoder_input_ids")} for group in groups]
+    names = ("input_ids", "attention_mask", "decoder_input_ids")
+    inputs = [{name: group[name] for name in names + ("decoder_attention_mask",)} for group in groups]
     assert len({group["decoder_input_ids"].shape[1] for group in groups}) > 2
-    one_by_one = torch.cat([network(**group).logits.reshape(-1, 16) for group in inputs])
+    one_by_one = torch.cat([network(**{name: group[name] for name in names}).logits.reshape(-1, 16)
+                            for group in inputs])
     grouped = network(length_groups=inputs).logits
     real = torch.cat([group["labels"].reshape(-1) for group in groups]).ne(-100)
-    assert grouped.shape == one_by_one.shape and real.sum() > 100
-    torch.testing.assert_close(grouped[real], one_by_one[real], rtol=1e-5, atol=1e-5)
+    assert grouped.shape == (real.sum(), 16) and real.sum() > 100  # the real target positions only
+    torch.testing.assert_close(grouped, one_by_one[real], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.shared
