@@ -1,5 +1,6 @@
-"""Time grouped training's attention: the compiled packed kernel (`benchbuild.zoo.packed_attention`) against
-attending group by group in torch (the path without a C compiler, or with BENCHBUILD_PACKED_ATTENTION=0).
+"""Time grouped training's attention: the compiled packed kernel (`benchbuild.zoo.packed_attention`, which also lets
+the zoo Transformer lay the batch out with no padding) against attending group by group in torch (the path without
+a C compiler, or with BENCHBUILD_PACKED_ATTENTION=0).
 
 Two comparisons, each alternating its variants within one process so that load from other processes hits all
 alike: (1) one attention layer alone, forward + backward, on a SCAN decoder batch's shapes (256 sequences of 16

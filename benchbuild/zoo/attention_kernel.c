@@ -1,9 +1,8 @@
 /* Packed multi-head attention with attention dropout, forward and backward, for `benchbuild.zoo.packed_attention`.
  *
- * Every (sequence, head) pair is one task; a call runs tasks first, first + step, first + 2·step, ... so that
- * several threads can share a batch (ctypes releases the GIL). Each task writes only its own rows of the outputs
- * and gradients (its sequence's query rows, its keys' rows, its head's columns), so results do not depend on how
- * tasks are spread over threads.
+ * A call runs sequences first, first + step, first + 2·step, ..., each with all its heads, so that several threads
+ * can share a batch (ctypes releases the GIL). A sequence writes only its own rows of the outputs and gradients (its
+ * query rows, its keys' rows), so results do not depend on how sequences are spread over threads.
  *
  * Layout: the query of sequence b at position i is row query_starts[b] + i of `qa`, head h its columns
  * q_col + h·D .. + D; keys and values likewise in `ka` / `va`, rows key_starts[b] .. + key_lengths[b]. With

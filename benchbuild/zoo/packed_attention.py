@@ -7,8 +7,8 @@ dropout, each a separate torch call, forward and backward. On 2 cores that was h
 (`attention_kernel.c`) runs every (sequence, head) pair of the batch, reading queries, keys and values straight
 from the projections' outputs (column blocks of them) and writing the layout the output projection reads. The
 backward kernel recomputes the attention weights from each query's saved log-sum-exp (as FlashAttention does) and
-takes the softmax's row term from dO·O. Threads split the pairs (ctypes releases the GIL), each pair writing only
-its own rows and columns, so results do not depend on the thread count.
+takes the softmax's row term from dO·O. Threads split the sequences (ctypes releases the GIL), each writing only
+its own rows, so results do not depend on the thread count.
 
 The attention dropout mask is `benchbuild.zoo.dropout`'s keyed hash of each weight's index
 ((query row · heads + head) · longest key count + key position), keyed by one draw from torch's generator: a
@@ -18,8 +18,9 @@ returns it).
 The kernel is compiled with the system's C compiler (`$CC`, else `cc`) at first use, for this CPU
 (`-march=native`), into `$BENCHBUILD_KERNEL_CACHE` (default `~/.cache/benchbuild/kernels`), keyed by the source,
 the compiler and the CPU. Without a compiler, `available()` is False and callers keep their own path (with one
-warning); `BENCHBUILD_PACKED_ATTENTION=0` turns it off by choice. Only what the SCAN Transformer needs is here: float32 content attention without position terms,
-optionally causal, over the first `key_lengths[b]` keys of sequence b.
+warning); `BENCHBUILD_PACKED_ATTENTION=0` turns it off by choice. Only what the SCAN Transformer needs is here:
+float32 content attention without position terms, optionally causal, over the first `key_lengths[b]` keys of
+sequence b, heads of a multiple of 8 dimensions.
 """
 
 from __future__ import annotations
