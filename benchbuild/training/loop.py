@@ -227,7 +227,8 @@ def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequenc
     batches = [collate(encoded, part, tokenizer.pad_token_id, tokenizer.bos_token_id, accelerator.device)
                for part in parts]
     if grouped:
-        # One forward pass over all the parts as length groups (see benchbuild.zoo.transformer.Groups).
+        # One forward pass over all the parts as length groups (see benchbuild.zoo.transformer.Groups and Packed),
+        # whose logits are those of the real target positions only.
         inputs = [{name: batch[name] for name in ("input_ids", "attention_mask", "decoder_input_ids",
                                                   "decoder_attention_mask")} for batch in batches]
         labels = torch.cat([batch["labels"][batch["decoder_attention_mask"].bool()] for batch in batches])
