@@ -137,6 +137,20 @@ static inline void prefetch_rows(const float *a, int64_t stride, int64_t start, 
         for (int64_t c = 0; c < cols; c += 16) __builtin_prefetch(a + r * stride + col + c);
 }
 
+/* Prefetch the query, key and value rows (all heads) of sequence `next`, the one this thread computes after the
+ * current one; the backward pass adds its output and output-gradient rows. */
+static inline void prefetch_sequence(const float *qa, int64_t q_stride, int64_t q_col, const float *ka,
+                                     int64_t k_stride, int64_t k_col, const float *va, int64_t v_stride, int64_t v_col,
+                                     const int64_t *query_starts, const int64_t *query_lengths,
+                                     const int64_t *key_starts, const int64_t *key_lengths, int64_t next, int64_t cols) {
+    prefetch_rows(qa, q_stride, query_starts[next], query_lengths[next], q_col, cols);
+    prefetch_rows(ka, k_stride, key_starts[next], key_lengths[next], k_col, cols);
+    prefetch_rows(va, v_stride, key_starts[next], key_lengths[next], v_col, cols);
+}
+
+/* Keys are processed in whole blocks of 8. */
+static inline int64_t block_width(int64_t key_count) { return key_count < 8 ? 8 : (key_count + 7) / 8 * 8; }
+
 #define MAX_BLOCKS 32 /* head_dim <= 256 */
 
 static inline __attribute__((always_inline)) void forward_body(
@@ -154,12 +168,11 @@ static inline __attribute__((always_inline)) void forward_body(
     /* A task is one sequence, all heads: its rows are read whole (heads side by side), once. */
     for (int64_t b = first; b < sequences; b += step) for (int64_t h = 0; h < heads; h++) {
         const int64_t q0 = query_starts[b], k0 = key_starts[b], key_count = key_lengths[b];
-        const int64_t width = key_count < 8 ? 8 : (key_count + 7) / 8 * 8;
+        const int64_t width = block_width(key_count);
         if (h == 0 && b + step < sequences) {
             const int64_t next = b + step;
-            prefetch_rows(qa, q_stride, query_starts[next], query_lengths[next], q_col, heads * D);
-            prefetch_rows(ka, k_stride, key_starts[next], key_lengths[next], k_col, heads * D);
-            prefetch_rows(va, v_stride, key_starts[next], key_lengths[next], v_col, heads * D);
+            prefetch_sequence(qa, q_stride, q_col, ka, k_stride, k_col, va, v_stride, v_col, query_starts,
+                              query_lengths, key_starts, key_lengths, next, heads * D);
         }
         load_head(ka, k_stride, k0, key_count, k_col + h * D, D, width, key_rows, keys_t);
         load_head(va, v_stride, k0, key_count, v_col + h * D, D, width, values, values_t);
@@ -207,12 +220,11 @@ static inline __attribute__((always_inline)) void backward_body(
     /* A task is one sequence, all heads: its rows are read whole (heads side by side), once. */
     for (int64_t b = first; b < sequences; b += step) for (int64_t h = 0; h < heads; h++) {
         const int64_t q0 = query_starts[b], k0 = key_starts[b], key_count = key_lengths[b];
-        const int64_t width = key_count < 8 ? 8 : (key_count + 7) / 8 * 8;
+        const int64_t width = block_width(key_count);
         if (h == 0 && b + step < sequences) {
             const int64_t next = b + step;
-            prefetch_rows(qa, q_stride, query_starts[next], query_lengths[next], q_col, heads * D);
-            prefetch_rows(ka, k_stride, key_starts[next], key_lengths[next], k_col, heads * D);
-            prefetch_rows(va, v_stride, key_starts[next], key_lengths[next], v_col, heads * D);
+            prefetch_sequence(qa, q_stride, q_col, ka, k_stride, k_col, va, v_stride, v_col, query_starts,
+                              query_lengths, key_starts, key_lengths, next, heads * D);
             prefetch_rows(out, heads * D, query_starts[next], query_lengths[next], 0, heads * D);
             prefetch_rows(grad, heads * D, query_starts[next], query_lengths[next], 0, heads * D);
         }
