@@ -12,6 +12,7 @@ from typer.core import TyperArgument
 from rich.console import Console
 
 from benchbuild import __version__
+from benchbuild.device import check_device
 from benchbuild.errors import BenchbuildError
 
 app = typer.Typer(
@@ -28,6 +29,19 @@ FormatOption = Annotated[Literal["arrow", "parquet", "jsonl"],
                          typer.Option("--format", help="Output layout: arrow (save_to_disk), parquet (Hub-ready) or jsonl.")]
 OverwriteOption = Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of every sampled split rule.")]
+
+
+def _device_option(value: str) -> str:
+    try:
+        return check_device(value)
+    except BenchbuildError as error:
+        raise typer.BadParameter(str(error)) from None
+
+
+def DeviceOption(what: str):  # noqa: N802 - an option type, named like the others
+    """The `--device` option of every command that runs torch: auto, cpu, cuda or cuda:N (see benchbuild.device)."""
+    return Annotated[str, typer.Option("--device", callback=_device_option, metavar="auto|cpu|cuda|cuda:N",
+                                       help=f"{what}: auto (a GPU when there is one), cpu, cuda or cuda:N.")]
 
 
 def _version(value: bool) -> None:
@@ -167,7 +181,7 @@ def train_command(
     max_minutes: Annotated[Optional[float], typer.Option(
         "--max-minutes", help="Also stop after this many minutes of training and validation, then validate once "
         "more and keep the best checkpoint.")] = None,
-    device: Annotated[Literal["auto", "cpu", "cuda"], typer.Option("--device", help="Where to train.")] = "auto",
+    device: DeviceOption("Where to train") = "auto",
     recipe: Annotated[Optional[Literal["scan", "mt"]], typer.Option(
         "--recipe", help="Recipe family (default: from the benchmark's family).")] = None,
     recipe_set: Annotated[Optional[list[str]], typer.Option(
@@ -197,7 +211,7 @@ def eval_command(
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences decoded at once.")] = 64,
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Folder for predictions.jsonl and metrics.json "
                                                     "(default: the run folder).")] = None,
-    device: Annotated[Literal["auto", "cpu", "cuda"], typer.Option("--device", help="Where to decode.")] = "auto",
+    device: DeviceOption("Where to decode") = "auto",
     lexicon: Annotated[Optional[Path], typer.Option("--lexicon", help="CoGnition-style lexicon: also compute CTER.")] = None,
     compound: Annotated[Optional[str], typer.Option("--compound", help="Column or file (one a line) with each row's "
                                                     "compound, for CTER.")] = None,
@@ -344,7 +358,7 @@ def build_react_command(
     encoding_errors: Annotated[Literal["strict", "replace"], typer.Option("--encoding-errors", help="Invalid UTF-8: "
                                                                           "stop with an error, or replace and count it.")] = "strict",
     cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Stage cache (resume after a crash or a changed later option).")] = Path(".benchbuild-cache/react"),
-    device: Annotated[Literal["auto", "cpu", "cuda"], typer.Option("--device", help="Where members train and score.")] = "auto",
+    device: DeviceOption("Where members train and score") = "auto",
     seed: SeedOption = 0,
     format: FormatOption = "arrow",
     overwrite: OverwriteOption = False,

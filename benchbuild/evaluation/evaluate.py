@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from benchbuild.device import resolve_device
 from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.decoding import generate_predictions
 from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_rows, write_json
@@ -40,7 +41,7 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     compounds = read_compounds(compound, rows) if lexicon is not None else None
     if lexicon is not None:
         read_lexicon(lexicon)
-    target = torch.device(_device(device))
+    target = torch.device(resolve_device(device))
     model = AutoModelForSeq2SeqLM.from_pretrained(run_dir).to(target)
     tokenizer = AutoTokenizer.from_pretrained(run_dir)
     limit = max_new_tokens or decoding_limit(tokenizer, [row["target"] for row in rows])
@@ -68,11 +69,3 @@ def decoding_limit(tokenizer, references: list[str], margin: int = 8) -> int:
     """Longest reference in tokens (with `</s>`) plus `margin`: no longer output can be an exact match, so the
     cap leaves exact match unchanged while sparing a cacheless model from decoding runaway outputs to a far limit."""
     return max((len(ids) for ids in tokenizer(references)["input_ids"]), default=1) + margin
-
-
-def _device(device: str) -> str:
-    if device not in ("auto", "cpu", "cuda"):
-        raise BenchbuildError(f"unknown device {device!r}: choose auto, cpu or cuda")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise BenchbuildError("--device cuda was asked for but torch sees no CUDA device")
-    return "cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device)

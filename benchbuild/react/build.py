@@ -19,6 +19,7 @@ import numpy as np
 from benchbuild.atomic import check_writable
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
 from benchbuild.corpus import CorpusStats, ParallelInput
+from benchbuild.device import member_devices, resolve_device
 from benchbuild.errors import BenchbuildError
 from benchbuild.fingerprint import input_fingerprint
 from benchbuild.react.cache import StageCache, stage_key
@@ -298,13 +299,14 @@ def _train_ensemble(folder: Path, ensemble_dir: str | Path | None, corpora: dict
         Benchmark.from_splits(splits, info, card).save(corpus_dir, overwrite=True)
     members_dir = Path(ensemble_dir) if ensemble_dir is not None else folder / "members"
     run_dirs = []
+    devices = member_devices(device, parameters.ensemble_size)
     for member in range(parameters.ensemble_size):
         run_dir = members_dir / f"member-{member}"
         if _complete(run_dir):
             run_dirs.append(str(run_dir))
             continue
         train(parameters.ensemble_model, corpus_dir, run_dir, seed=member, max_steps=parameters.max_steps,
-              device=_member_device(device, member), recipe="mt", overrides=parameters.recipe_overrides or None,
+              device=devices[member], recipe="mt", overrides=parameters.recipe_overrides or None,
               architecture_overrides=parameters.architecture_overrides or None, progress=progress)
         run_dirs.append(str(run_dir))
     return {"run_dirs": run_dirs}
@@ -315,20 +317,11 @@ def _complete(run_dir: Path) -> bool:
     return run_file.is_file() and json.loads(run_file.read_text(encoding="utf-8")).get("status") == "complete"
 
 
-def _member_device(device: str, member: int) -> str:
-    """Members spread round-robin over the GPUs present when the device is `auto` or `cuda`."""
-    import torch
-
-    if device in ("auto", "cuda") and torch.cuda.is_available():
-        return f"cuda:{member % torch.cuda.device_count()}"
-    return "cpu" if device == "auto" else device
-
-
 def _uncertainty(run_dirs: Sequence[str], sources: Sequence[str], parameters: ReactParameters, device: str,
                  progress: bool) -> dict[str, Any]:
     from benchbuild.react.uncertainty import Ensemble, ensemble_rmi
 
-    ensemble = Ensemble.load(run_dirs, device=_member_device(device, 0))
+    ensemble = Ensemble.load(run_dirs, device=resolve_device(device))
     with progress_bar("ensemble uncertainty", len(sources), progress) as advance:
         rmi, _ = ensemble_rmi(ensemble, sources, beam=parameters.beam, batch_size=parameters.batch_size,
                               advance=advance)

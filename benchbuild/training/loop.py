@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from benchbuild import __version__
 from benchbuild.atomic import atomic_directory
 from benchbuild.benchmark import load_splits, read_build_info
+from benchbuild.device import start_accelerator
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.recipe import TrainingRecipe, recipe_family_for, resolve_recipe
 from benchbuild.training.tokenization import build_tokenizer
@@ -68,7 +69,6 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     (default: from the benchmark's family); `overrides` update recipe keys and `architecture_overrides` the
     model's architecture kwargs.
     """
-    from accelerate import Accelerator
     from accelerate.utils import set_seed
 
     from transformers.utils import logging as transformers_logging
@@ -98,7 +98,7 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
         "recipe_family": family, "recipe": {k: v for k, v in training_recipe.to_dict().items() if k != "steps"},
         "validation": validation_name,
     }
-    accelerator = Accelerator(cpu=_use_cpu(device), mixed_precision=_mixed_precision(device))
+    accelerator = start_accelerator(device)
     # Under `accelerate launch`, only the main process writes the run folder; the others wait until it is ready.
     run = _prepare_run_dir(out, identity, overwrite) if accelerator.is_main_process else {}
     accelerator.wait_for_everyone()
@@ -489,20 +489,6 @@ def _write_run(out: Path, run: dict[str, Any]) -> None:
     tmp = out / (RUN_FILE + ".tmp")
     tmp.write_text(json.dumps(run, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(out / RUN_FILE)
-
-
-def _use_cpu(device: str) -> bool:
-    if device not in ("auto", "cpu", "cuda"):
-        raise BenchbuildError(f"unknown device {device!r}: choose auto, cpu or cuda")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise BenchbuildError("--device cuda was asked for but torch sees no CUDA device")
-    return device == "cpu"
-
-
-def _mixed_precision(device: str) -> str:
-    if device == "cpu" or not torch.cuda.is_available():
-        return "no"
-    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
 
 class _StepProgress:
