@@ -12,7 +12,6 @@ import yaml
 if TYPE_CHECKING:
     from benchbuild.benchmark import Benchmark
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "data_cards"
 
 
 def size_category(rows: int) -> str:
@@ -77,9 +76,8 @@ def front_matter(benchmark: "Benchmark") -> dict[str, Any]:
 
 
 def _environment() -> jinja2.Environment:
-    if not TEMPLATES.is_dir():
-        raise FileNotFoundError(f"data card templates not found at {TEMPLATES}: install benchbuild from its source tree")
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+    # The templates ship inside the package (benchbuild/data_cards, also reachable as the checkout's data_cards/).
+    return jinja2.Environment(loader=jinja2.PackageLoader("benchbuild", "data_cards"), undefined=jinja2.StrictUndefined,
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 

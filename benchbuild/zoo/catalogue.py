@@ -1,5 +1,8 @@
 """The model catalogue: `models/<name>.toml` entries (architecture, recipes, reported numbers) and building models.
 
+The entries ship inside the package (`benchbuild/zoo/models/`, which the checkout's top-level `models/` points to),
+so an installed wheel has its catalogue.
+
 An entry is data: `[architecture]` holds the keyword arguments of the model's `PretrainedConfig` and `kind` picks
 the module (transformer | dangle | syntactic_attention | lstm_attention | hf); `[recipe.scan]` / `[recipe.mt]` hold
 the training recipe per benchmark family; `[[reported]]` the numbers the paper reports. Unknown keys anywhere are
@@ -23,13 +26,14 @@ Notes on the zoo <-> training interface (additions, nothing changed):
 from __future__ import annotations
 
 import importlib
+import importlib.resources
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchbuild.errors import BenchbuildError
 
-CATALOGUE = Path(__file__).resolve().parents[2] / "models"
+CATALOGUE = Path(str(importlib.resources.files("benchbuild.zoo") / "models"))  # shipped with the package
 TOP_KEYS = {"name", "paper", "summary", "architecture", "recipe", "reported"}
 RECIPE_KEYS = {"steps", "batch_size", "learning_rate", "schedule", "warmup_steps", "label_smoothing", "grad_clip",
                "weight_decay", "eval_every", "bpe_vocab_size"}
