@@ -23,6 +23,7 @@ from scan_step import BATCH, ScanStep
 
 import benchbuild.zoo.dropout as zoo_dropout
 from benchbuild.training.recipe import TrainingRecipe
+from benchbuild.zoo.attention import hashed_dropout
 
 KERNELS = {name: getattr(zoo_dropout, name) for name in ("dropout", "dropout_add", "relu_dropout")}
 TORCH = {
@@ -35,9 +36,11 @@ REFERENCE = "torch F.dropout"
 
 
 def use(functions: dict) -> None:
-    """Route the zoo's dropout entry points (module globals, looked up at call time) to `functions`."""
+    """Route the zoo's dropout entry points (module globals, looked up at call time; the attention backend's
+    `dropout` too) to `functions`."""
     for name, function in functions.items():
         setattr(zoo_dropout, name, function)
+    hashed_dropout.dropout = functions["dropout"]
 
 
 def median_ms(times: list[float]) -> float:

@@ -12,13 +12,12 @@ from the key instead of storing it. The drop probability is p to within 2⁻³³
 
 A mask is therefore a function of torch's RNG state alone: `torch.manual_seed` and the checkpointed RNG state
 make runs reproducible exactly as with `F.dropout`, and each element's value does not depend on the number of
-threads. On other devices, for dtypes other than float32 / float64, and outside training, these are
-`F.dropout` and `F.scaled_dot_product_attention` unchanged.
+threads. On other devices, for dtypes other than float32 / float64, and outside training, these are `F.dropout`
+unchanged. `HashMask` is the mask itself, for kernels that apply it on their own (attention dropout in
+`benchbuild.zoo.attention`).
 """
 
 from __future__ import annotations
-
-import math
 
 import numba
 import numpy as np
@@ -30,7 +29,7 @@ from torch import nn
 _STEP = np.uint32(0x9E3779B9)  # odd, so i -> i · _STEP is a bijection of 32-bit indices
 _MULTIPLIER_1 = np.uint32(0x7FEB352D)
 _MULTIPLIER_2 = np.uint32(0x846CA68B)
-_KERNEL_DTYPES = (torch.float32, torch.float64)
+HASHED_DTYPES = (torch.float32, torch.float64)  # the dtypes the numba kernels take
 _MAX_ELEMENTS = 2**32  # indices are hashed as 32-bit words
 
 
@@ -80,14 +79,19 @@ def _relu_dropout_backward_kernel(grad, out, result, scale):
         result[i] = grad[i] * scale if out[i] > zero else zero
 
 
-class _Mask:
-    """One mask: its key (one draw from torch's global generator), threshold and scale."""
+class HashMask:
+    """One dropout mask: element i is kept iff h(i) >= `threshold`, h the hash keyed by `key_low` / `key_high`
+    (uint32 each), kept elements scaled by 1 / (1 - p). `HashMask.draw(p)` keys it with one draw from torch's
+    global generator; `HashMask(0.0, 0)` keeps everything and draws nothing."""
 
-    def __init__(self, p: float):
-        key = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+    def __init__(self, p: float, key: int):
         self.key_low, self.key_high = np.uint32(key & 0xFFFFFFFF), np.uint32(key >> 32)
         self.threshold = np.uint32(min(round(p * 2**32), 2**32 - 1))
         self.p = p
+
+    @classmethod
+    def draw(cls, p: float) -> HashMask:
+        return cls(p, int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64)))
 
     def scale(self, dtype: torch.dtype):
         return np.float32(1.0 / (1.0 - self.p)) if dtype == torch.float32 else np.float64(1.0 / (1.0 - self.p))
@@ -124,7 +128,7 @@ def _set_threads() -> None:
 class _DropoutFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, p: float) -> torch.Tensor:
-        ctx.mask = _Mask(p)
+        ctx.mask = HashMask.draw(p)
         return ctx.mask.apply(x)
 
     @staticmethod
@@ -135,7 +139,7 @@ class _DropoutFunction(torch.autograd.Function):
 class _DropoutAddFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, residual: torch.Tensor, x: torch.Tensor, p: float) -> torch.Tensor:
-        ctx.mask = _Mask(p)
+        ctx.mask = HashMask.draw(p)
         return ctx.mask.apply_and_add(residual, x)
 
     @staticmethod
@@ -148,7 +152,7 @@ class _ReluDropoutFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, p: float) -> torch.Tensor:
-        mask = _Mask(p)
+        mask = HashMask.draw(p)
         out = mask.apply_after_relu(x)
         ctx.save_for_backward(out)
         ctx.scale = mask.scale(x.dtype)
@@ -165,13 +169,13 @@ class _ReluDropoutFunction(torch.autograd.Function):
 
 
 def _uses_kernel(x: torch.Tensor, p: float) -> bool:
-    return x.device.type == "cpu" and x.dtype in _KERNEL_DTYPES and p < 1.0 and x.numel() < _MAX_ELEMENTS
+    return x.device.type == "cpu" and x.dtype in HASHED_DTYPES and p < 1.0 and x.numel() < _MAX_ELEMENTS
 
 
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
     """A boolean CPU tensor of `shape`, each element False with probability p (to within 2⁻³³): the mask that
     `dropout` would draw from the same RNG state."""
-    mask = _Mask(p)
+    mask = HashMask.draw(p)
     out = torch.empty(shape, dtype=torch.bool)
     _set_threads()
     _keep_kernel(_flat(out), mask.key_low, mask.key_high, mask.threshold)
@@ -217,21 +221,3 @@ class Dropout(nn.Dropout):
         """`residual + self(x)`, in one pass on CPU."""
         return dropout_add(residual, x, self.p, self.training)
 
-
-def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None = None,
-                                 dropout_p: float = 0.0, is_causal: bool = False) -> torch.Tensor:
-    """`F.scaled_dot_product_attention`; when it would drop attention weights on CPU (where it takes its unfused
-    path anyway), the same computation spelled out with `dropout`'s mask."""
-    if dropout_p == 0.0 or not _uses_kernel(q, dropout_p):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal)
-    # Scaling the queries (B·H·Lq·d) is cheaper than scaling the scores (B·H·Lq·Lk) once Lk > d; the scores are a
-    # fresh product that autograd does not keep, so masks go in place.
-    scores = (q * (1.0 / math.sqrt(q.size(-1)))) @ k.transpose(-2, -1)
-    if is_causal:
-        scores.masked_fill_(torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).triu(1),
-                            float("-inf"))
-    elif attn_mask is not None and attn_mask.dtype == torch.bool:
-        scores.masked_fill_(attn_mask.logical_not(), float("-inf"))
-    elif attn_mask is not None:
-        scores = scores + attn_mask
-    return dropout(scores.softmax(dim=-1), dropout_p, True) @ v

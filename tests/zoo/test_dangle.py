@@ -62,7 +62,7 @@ def test_rdangle_sep_keys_and_values_come_from_different_encodings():
     seen = {}
     cross = model.decoder_stack.layers[0].cross_attention
     cross.register_forward_hook(lambda module, args, kwargs, output: seen.update(
-        keys=kwargs["keys_from"], values=kwargs["values_from"]), with_kwargs=True)
+        keys=kwargs["memory"].keys, values=kwargs["memory"].values), with_kwargs=True)
     mask = SOURCE.ne(PAD).long()
     logits(model)
     steps = TARGET.size(1)

@@ -1,4 +1,4 @@
-"""The compiled packed attention (benchbuild.zoo.packed_attention) against attention spelled out in torch."""
+"""The packed CPU backend (benchbuild.zoo.attention.packed) against attention spelled out in torch."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from benchbuild.zoo import packed_attention as packed
-from benchbuild.zoo.packed_attention import SequenceLayout, attention_keep_mask, packed_attention
+from benchbuild.zoo.attention import Backend, attend, choose_backend, packed
+from benchbuild.zoo.attention.layouts import SequenceLayout
+from benchbuild.zoo.attention.packed import attend_projections, attention_keep_mask
 
 pytestmark = pytest.mark.skipif(not packed.available(), reason="no C compiler to build the packed attention kernel")
 
@@ -56,7 +57,7 @@ def test_self_attention_values_and_gradients_match_torch(p, causal):
     torch.manual_seed(0)
     fused = torch.randn(tokens, 3 * WIDTH, requires_grad=True)
     torch.manual_seed(7)
-    out = packed_attention(fused, None, layout, HEADS, p)
+    out = attend_projections(fused, None, layout, HEADS, p)
     torch.manual_seed(7)
     keep = attention_keep_mask(layout, tokens, HEADS, p) if p > 0 else None
     expected = _reference(fused[:, :WIDTH], fused[:, WIDTH:2 * WIDTH], fused[:, 2 * WIDTH:], layout, keep, p)
@@ -79,7 +80,7 @@ def test_cross_attention_values_and_gradients_match_torch(p):
     queries = torch.randn(tokens, WIDTH, requires_grad=True)
     keys_values = torch.randn(len(starts) * memory, 2 * WIDTH, requires_grad=True)
     torch.manual_seed(3)
-    out = packed_attention(queries, keys_values, layout, HEADS, p)
+    out = attend_projections(queries, keys_values, layout, HEADS, p)
     torch.manual_seed(3)
     keep = attention_keep_mask(layout, tokens, HEADS, p) if p > 0 else None
     expected = _reference(queries, keys_values[:, :WIDTH], keys_values[:, WIDTH:], layout, keep, p)
@@ -104,7 +105,7 @@ def test_results_do_not_depend_on_the_thread_count():
         for count in (1, 2, 3):
             torch.set_num_threads(count)
             torch.manual_seed(11)
-            out = packed_attention(fused, None, layout, HEADS, 0.2)
+            out = attend_projections(fused, None, layout, HEADS, 0.2)
             (grad,) = torch.autograd.grad(out, fused, torch.ones_like(out))
             results.append((out, grad))
     finally:
@@ -117,19 +118,49 @@ def test_no_dropout_draws_nothing_from_the_generator():
     starts, lengths, tokens = _query_layout()
     layout = SequenceLayout(starts, lengths, starts, lengths, causal=True)
     torch.manual_seed(5)
-    packed_attention(torch.randn(tokens, 3 * WIDTH), None, layout, HEADS, 0.0)
+    attend_projections(torch.randn(tokens, 3 * WIDTH), None, layout, HEADS, 0.0)
     after = torch.rand(1)
     torch.manual_seed(5)
     torch.randn(tokens, 3 * WIDTH)
     assert torch.equal(after, torch.rand(1))
 
 
-def test_supports_only_what_the_kernel_computes():
+def test_the_kernel_takes_only_what_it_computes():
     starts, lengths, tokens = _query_layout()
     layout = SequenceLayout(starts, lengths, starts, lengths, causal=True)
-    assert packed.supports(torch.randn(tokens, WIDTH), layout, HEADS)
-    assert not packed.supports(torch.randn(tokens, WIDTH, dtype=torch.float64), layout, HEADS)
-    assert not packed.supports(torch.randn(tokens, 12 * HEADS), layout, HEADS)  # head size 12: not a multiple of 8
+    assert packed.takes(torch.float32, HEAD_DIM) and packed.fits(tokens, HEADS, layout.longest_keys)
+    assert not packed.takes(torch.float64, HEAD_DIM)
+    assert not packed.takes(torch.float32, 12)  # head size 12: not a multiple of 8
+    assert not packed.fits(2**28, HEADS, 4)  # 2^32 weights: more than 32-bit indices number
+
+
+def test_attend_reads_column_blocks_of_a_fused_projection_in_place():
+    """The seam's packed call on head views of one fused projection is the kernel's call on that projection: the
+    same output and the same gradient, bit for bit, and no copy of the projection."""
+    starts, lengths, tokens = _query_layout()
+    layout = SequenceLayout(starts, lengths, starts, lengths, causal=True)
+    fused = torch.randn(tokens, 3 * WIDTH, requires_grad=True)
+    upstream = torch.randn(tokens, WIDTH)
+    torch.manual_seed(3)
+    expected = attend_projections(fused, None, layout, HEADS, 0.2)
+    (want,) = torch.autograd.grad(expected, fused, upstream)
+    heads = [part[None].view(1, tokens, HEADS, HEAD_DIM).transpose(1, 2) for part in fused.chunk(3, dim=1)]
+    assert all(packed._columns(part)[0] is fused for part in heads)
+    torch.manual_seed(3)
+    out = attend(*heads, dropout=0.2, layout=layout)
+    (got,) = torch.autograd.grad(out, fused, upstream[None])
+    assert torch.equal(out[0], expected) and torch.equal(got, want)
+
+
+def test_attend_over_keys_and_values_from_separate_tensors_matches_the_fused_call():
+    starts, lengths, tokens = _query_layout()
+    layout = SequenceLayout(starts, lengths, starts, lengths, causal=False)
+    queries, keys, values = (torch.randn(tokens, WIDTH, requires_grad=True) for _ in range(3))
+    torch.manual_seed(8)
+    expected = attend_projections(queries, torch.cat([keys, values], dim=1), layout, HEADS, 0.1)
+    heads = [t[None].view(1, tokens, HEADS, HEAD_DIM).transpose(1, 2) for t in (queries, keys, values)]
+    torch.manual_seed(8)
+    assert torch.equal(attend(*heads, dropout=0.1, layout=layout)[0], expected)
 
 
 def test_a_failing_compiler_gives_a_warning_and_no_kernel(tmp_path):
@@ -150,13 +181,13 @@ def test_the_kernel_is_built_once_and_reused(tmp_path, monkeypatch):
 
 
 def test_the_switch_turns_the_kernel_off(monkeypatch):
-    starts, lengths, tokens = _query_layout()
-    layout = SequenceLayout(starts, lengths, starts, lengths, causal=True)
+    cpu = torch.device("cpu")
     with packed.disabled():
-        assert not packed.supports(torch.randn(tokens, WIDTH), layout, HEADS)
-    assert packed.supports(torch.randn(tokens, WIDTH), layout, HEADS)
+        assert choose_backend(cpu, torch.float32, head_dim=HEAD_DIM, packable=True) is not Backend.PACKED
+    assert choose_backend(cpu, torch.float32, head_dim=HEAD_DIM, packable=True) is Backend.PACKED
     monkeypatch.setenv(packed.ENABLED_VARIABLE, "0")
     assert not packed.available()
+    assert choose_backend(cpu, torch.float32, head_dim=HEAD_DIM, packable=True) is not Backend.PACKED
 
 
 def test_grouped_training_gives_the_same_gradients_with_and_without_the_kernel():

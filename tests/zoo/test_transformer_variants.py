@@ -200,7 +200,7 @@ def test_fuse_attention_at_layer_l_attends_over_exactly_l_previous_outputs(side)
     seen = []
     for layer in getattr(model, side).layers:
         layer.fuse_attention.register_forward_hook(
-            lambda module, args, kwargs, output: seen.append(kwargs["keys_from"].shape[1]), with_kwargs=True)
+            lambda module, args, kwargs, output: seen.append(kwargs["memory"].keys.shape[1]), with_kwargs=True)
     ids = tokens([5, 6, 7, 8])
     with torch.no_grad():
         model(input_ids=ids, decoder_input_ids=tokens([1, 9, 10]))
@@ -212,7 +212,7 @@ def test_fuse_attention_keys_are_the_embedding_and_lower_layer_outputs():
     captured = {}
     second = model.encoder_stack.layers[1]
     second.fuse_attention.register_forward_hook(
-        lambda module, args, kwargs, output: captured.update(keys=kwargs["keys_from"]), with_kwargs=True)
+        lambda module, args, kwargs, output: captured.update(keys=kwargs["memory"].keys), with_kwargs=True)
     first_out = {}
     model.encoder_stack.layers[0].register_forward_hook(lambda module, args, output: first_out.update(h=output))
     ids = tokens([5, 6, 7, 8])

@@ -1,26 +1,26 @@
-"""Attention over a whole grouped training batch in one compiled call on CPU, attention dropout included.
+"""The packed CPU backend: attention over a whole grouped training batch in one compiled call, dropout included.
 
-In a grouped training step (`benchbuild.zoo.transformer.Groups`) each length group attends on its own: per group,
-head layout copies, two batched products of tiny matrices (tens of keys of 16 dimensions), a mask, a softmax and
-dropout, each a separate torch call, forward and backward. On 2 cores that was half of a SCAN training step
-(measured by replacing it), nearly all per-call overhead and tiny-matrix inefficiency. Here a small C kernel
-(`attention_kernel.c`) runs every (sequence, head) pair of the batch, reading queries, keys and values straight
-from the projections' outputs (column blocks of them) and writing the layout the output projection reads. The
+In a grouped training step (`layouts.Groups`) each length group would attend on its own: per group, head layout
+copies, two batched products of tiny matrices (tens of keys of 16 dimensions), a mask, a softmax and dropout, each
+a separate torch call, forward and backward. On 2 cores that was half of a SCAN training step (measured by
+replacing it), nearly all per-call overhead and tiny-matrix inefficiency. Here a small C kernel
+(`packed_kernel.c`) runs every (sequence, head) pair of the batch, reading queries, keys and values straight from
+the projections' outputs (column blocks of them) and writing the layout the output projection reads. The
 backward kernel recomputes the attention weights from each query's saved log-sum-exp (as FlashAttention does) and
 takes the softmax's row term from dO·O. Threads split the sequences (ctypes releases the GIL), each writing only
 its own rows, so results do not depend on the thread count.
 
-The attention dropout mask is `benchbuild.zoo.dropout`'s keyed hash of each weight's index
+The attention dropout mask is a `benchbuild.zoo.dropout.HashMask` of each weight's index
 ((query row · heads + head) · longest key count + key position), keyed by one draw from torch's generator: a
 function of torch's RNG state alone, recomputed in the backward pass rather than stored (`attention_keep_mask`
 returns it).
 
 The kernel is compiled with the system's C compiler (`$CC`, else `cc`) at first use, for this CPU
 (`-march=native`), into `$BENCHBUILD_KERNEL_CACHE` (default `~/.cache/benchbuild/kernels`), keyed by the source,
-the compiler and the CPU. Without a compiler, `available()` is False and callers keep their own path (with one
-warning); `BENCHBUILD_PACKED_ATTENTION=0` turns it off by choice. Only what the SCAN Transformer needs is here:
-float32 content attention without position terms, optionally causal, over the first `key_lengths[b]` keys of
-sequence b, heads of a multiple of 8 dimensions.
+the compiler and the CPU. Without a compiler, `available()` is False and `choose_backend` picks another backend
+(with one warning); `BENCHBUILD_PACKED_ATTENTION=0` turns it off by choice. Only what the SCAN Transformer needs is
+here: float32 content attention without position terms, optionally causal, over the first `key_lengths[b]` keys of
+sequence b, heads of a multiple of 8 dimensions (`takes`), at most 2³² weights per call (`fits`).
 """
 
 from __future__ import annotations
@@ -38,45 +38,18 @@ import subprocess
 import tempfile
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.zoo.dropout import _Mask, keep_mask
+from benchbuild.zoo.attention.layouts import SequenceLayout
+from benchbuild.zoo.dropout import HashMask, keep_mask
 
-SOURCE = Path(__file__).with_name("attention_kernel.c")
-ENABLED_VARIABLE = "BENCHBUILD_PACKED_ATTENTION"  # "0" turns the kernel off (callers attend their own way)
+SOURCE = Path(__file__).with_name("packed_kernel.c")
+ENABLED_VARIABLE = "BENCHBUILD_PACKED_ATTENTION"  # "0" turns the kernel off (another backend attends)
 FLAGS = ("-O3", "-march=native", "-ffast-math", "-fno-finite-math-only", "-fPIC", "-shared")
 _MAX_WEIGHTS = 2**32  # weight indices are hashed as 32-bit words
-
-
-@dataclass(frozen=True)
-class SequenceLayout:
-    """Where each sequence of a batch lives in the flat (tokens, channels) tensors: its queries are rows
-    `query_starts[b]` .. + `query_lengths[b]` of the query tensor, its keys rows `key_starts[b]` .. +
-    `key_lengths[b]` of the key tensor (real keys only: padding after them is never attended). `causal`: query i
-    sees keys 0 .. i only. Arrays are int64."""
-
-    query_starts: np.ndarray
-    query_lengths: np.ndarray
-    key_starts: np.ndarray
-    key_lengths: np.ndarray
-    causal: bool
-
-    def __post_init__(self):
-        for name in ("query_starts", "query_lengths", "key_starts", "key_lengths"):
-            object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))
-
-    @property
-    def sequences(self) -> int:
-        return len(self.query_starts)
-
-    @property
-    def longest_keys(self) -> int:
-        return max(int(self.key_lengths.max()), 1) if self.sequences else 1
 
 
 def _cache_dir() -> Path:
@@ -145,7 +118,7 @@ def available() -> bool:
 
 @contextlib.contextmanager
 def disabled():
-    """Within the block, `supports` says no: callers take their own path (for comparisons)."""
+    """Within the block the kernel is off: `choose_backend` picks another backend (for comparisons)."""
     previous = os.environ.get(ENABLED_VARIABLE)
     os.environ[ENABLED_VARIABLE] = "0"
     try:
@@ -177,13 +150,6 @@ def _pointer(t: torch.Tensor) -> int:
     return t.data_ptr()
 
 
-class _NoDropout:
-    key_low = key_high = threshold = np.uint32(0)  # every weight's hash is >= 0: all kept
-
-
-_NO_DROPOUT = _NoDropout()
-
-
 class _PackedAttention(torch.autograd.Function):
     """Heads of `queries` (column block `q_col` of a (tokens, ·) tensor) attend over keys and values, column blocks
     `k_col` / `v_col` of `keys_values` (of `queries` itself when that is None: self-attention from one fused
@@ -191,7 +157,7 @@ class _PackedAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, queries, keys_values, q_col, k_col, v_col, heads, head_dim, layout, p):
-        mask = _Mask(p) if p > 0 else _NO_DROPOUT  # no draw from torch's generator when nothing is dropped
+        mask = HashMask.draw(p) if p > 0 else HashMask(0.0, 0)  # no draw from torch's generator when none drops
         source = queries if keys_values is None else keys_values
         out = torch.zeros(queries.size(0), heads * head_dim, dtype=queries.dtype)
         lse = torch.empty(queries.size(0), heads, dtype=queries.dtype)
@@ -224,33 +190,69 @@ def _layout_pointers(layout: SequenceLayout) -> list[int]:
                                             layout.key_lengths)]
 
 
-def fits(device: torch.device, dtype: torch.dtype, rows: int, features: int, heads: int, longest_keys: int) -> bool:
-    """Whether `packed_attention` runs for (rows, features) queries in `heads` heads attending over at most
-    `longest_keys` keys: float32 on CPU, head size a multiple of 8 up to 256, weight indices within 32 bits, and
-    the kernel compiled."""
-    head_dim = features // heads
-    return (torch.device(device).type == "cpu" and dtype == torch.float32 and head_dim * heads == features
-            and head_dim % 8 == 0 and 0 < head_dim <= 256 and rows * heads * max(longest_keys, 1) < _MAX_WEIGHTS
-            and available())
+def takes(dtype: torch.dtype, head_dim: int) -> bool:
+    """Whether the kernel computes heads of `head_dim` dimensions in `dtype` here: float32, a multiple of 8 up to
+    256, and the kernel on and built (compiled at the first call that gets this far)."""
+    return dtype == torch.float32 and head_dim % 8 == 0 and 0 < head_dim <= 256 and available()
 
 
-def supports(x: torch.Tensor, layout: SequenceLayout, heads: int) -> bool:
-    """`fits` for queries like `x` (rows, d) in `layout`."""
-    return fits(x.device, x.dtype, x.size(0), x.size(1), heads, layout.longest_keys)
+def fits(rows: int, heads: int, longest_keys: int) -> bool:
+    """Whether the weight indices of `rows` queries in `heads` heads over at most `longest_keys` keys fit the mask's
+    32-bit words."""
+    return rows * heads * max(longest_keys, 1) < _MAX_WEIGHTS
 
 
-def packed_attention(queries: torch.Tensor, keys_values: torch.Tensor | None, layout: SequenceLayout, heads: int,
-                     dropout_p: float = 0.0) -> torch.Tensor:
-    """Multi-head attention of every sequence in `layout`: (query tokens, d), d = heads · head_dim.
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: SequenceLayout,
+           dropout_p: float) -> torch.Tensor:
+    """`benchbuild.zoo.attention.attend` over a packed batch: heads q (1, H, query tokens, head_dim) and k, v
+    (1, H, key tokens, head_dim), each sequence's rows where `layout` says; (1, query tokens, H · head_dim).
+
+    The kernel reads q, k and v in place where they are column blocks of one (tokens, ·) tensor (the fused
+    projection they were cut from) and writes their gradients into it; other inputs are copied first.
+    """
+    queries, q_col = _columns(q)
+    keys, k_col = _columns(k)
+    values, v_col = _columns(v)
+    if keys is not values:
+        keys, k_col, v_col = torch.cat([_flat(k), _flat(v)], dim=1), 0, k.size(1) * k.size(3)
+    _require_library()
+    keys_values = None if keys is queries else keys
+    return _PackedAttention.apply(queries, keys_values, q_col, k_col, v_col, q.size(1), q.size(3), layout,
+                                  dropout_p)[None]
+
+
+def _require_library() -> None:
+    if _library() is None:
+        raise BenchbuildError("packed attention needs its C kernel, which could not be built here (see the warning); "
+                              "ask `choose_backend` first and attend another way when it says no")
+
+
+def _flat(heads: torch.Tensor) -> torch.Tensor:
+    """(tokens, H · head_dim) of head-split (1, H, tokens, head_dim)."""
+    return heads[0].transpose(0, 1).reshape(heads.size(2), -1)
+
+
+def _columns(heads: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """A contiguous (tokens, ·) tensor holding head-split `heads` (1, H, tokens, head_dim) as a block of columns,
+    and the block's first column: the tensor `heads` is a view of when it is one, else a copy."""
+    base = heads._base
+    if (base is not None and base.dim() == 2 and base.is_contiguous() and heads.size(2) == base.size(0)
+            and heads.stride()[1:] == (heads.size(3), base.stride(0), 1)):
+        return base, heads.storage_offset() - base.storage_offset()
+    return _flat(heads).contiguous(), 0
+
+
+def attend_projections(queries: torch.Tensor, keys_values: torch.Tensor | None, layout: SequenceLayout, heads: int,
+                       dropout_p: float = 0.0) -> torch.Tensor:
+    """Multi-head attention of every sequence in `layout` from fused projections: (query tokens, d),
+    d = heads · head_dim.
 
     Self-attention: `queries` is a fused (tokens, 3d) projection (queries, keys, values) and `keys_values` None;
     cross-attention: `queries` is (query tokens, d) and `keys_values` (key tokens, 2d) (keys, then values).
     Attention weights are dropped with probability `dropout_p` (pass 0 outside training); kept ones are scaled by
     1 / (1 - p). Rows of `queries` that no sequence covers come out as zeros.
     """
-    if _library() is None:
-        raise BenchbuildError("packed attention needs its C kernel, which could not be built here (see the warning); "
-                              "check `supports()` first and attend another way when it says no")
+    _require_library()
     d = queries.size(1) // 3 if keys_values is None else keys_values.size(1) // 2
     k_col, v_col = (d, 2 * d) if keys_values is None else (0, d)
     queries = queries.contiguous()
@@ -259,6 +261,6 @@ def packed_attention(queries: torch.Tensor, keys_values: torch.Tensor | None, la
 
 
 def attention_keep_mask(layout: SequenceLayout, rows: int, heads: int, p: float) -> torch.Tensor:
-    """(rows, heads, longest key count) booleans: whether `packed_attention` would keep weight (row, head, key)
-    when called from the same RNG state (weight j of query row r in head h)."""
+    """(rows, heads, longest key count) booleans: whether the kernel would keep weight (row, head, key) when called
+    from the same RNG state (weight j of query row r in head h)."""
     return keep_mask((rows, heads, layout.longest_keys), p)

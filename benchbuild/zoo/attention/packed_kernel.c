@@ -1,4 +1,4 @@
-/* Packed multi-head attention with attention dropout, forward and backward, for `benchbuild.zoo.packed_attention`.
+/* Packed multi-head attention with attention dropout, forward and backward, for `benchbuild.zoo.attention.packed`.
  *
  * A call runs sequences first, first + step, first + 2·step, ..., each with all its heads, so that several threads
  * can share a batch (ctypes releases the GIL). A sequence writes only its own rows of the outputs and gradients (its
@@ -10,7 +10,7 @@
  * its scaled scores, from which the backward pass recomputes the attention weights.
  *
  * Dropout: weight (row, h, j) is kept iff hash((row·heads + h)·longest + j) >= threshold, the hash being
- * benchbuild.zoo.dropout's keyed lowbias32 (two rounds), so the mask is a function of the key alone.
+ * benchbuild.zoo.dropout.HashMask's keyed lowbias32 (two rounds), so the mask is a function of the key alone.
  */
 #include <math.h>
 #include <stdint.h>
