@@ -21,6 +21,7 @@ import torch
 
 from benchbuild.evaluation.evaluate import evaluate_run
 from benchbuild.scan.build import build_scan
+from benchbuild.scan.parameters import ScanParameters
 from benchbuild.training.loop import train
 
 
@@ -36,7 +37,8 @@ def main() -> None:
 
     data = args.work / "scan" / args.split
     if not data.exists():
-        build_scan(args.work / "scan", names=[args.split])
+        for name, benchmark in build_scan(ScanParameters(split=[args.split])):
+            benchmark.save(args.work / "scan" / name)
     run = args.work / f"run-{args.split}-seed{args.seed}"
     start = time.perf_counter()
     max_steps = args.max_steps if args.max_steps is not None or args.max_minutes is not None else 800

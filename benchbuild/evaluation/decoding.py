@@ -1,5 +1,5 @@
-"""Decoding: batched `generate()` (greedy or beam search, predictions in input order), and greedy exact match
-computed in one teacher-forced pass (`greedy_matches`, for model selection during training)."""
+"""Decoding: batched `generate()` (greedy or beam search, predictions in input order). Model selection during
+training scores greedy exact match in one teacher-forced pass instead (`benchbuild.training.validation`)."""
 
 from __future__ import annotations
 
@@ -62,43 +62,3 @@ class _SentenceProgress:
 
     def stop(self) -> None:
         self.progress.stop()
-
-
-@torch.no_grad()
-def greedy_matches(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, sources: Sequence[str],
-                   targets: Sequence[str], *, batch_size: int = 64,
-                   device: torch.device | str | None = None) -> list[bool]:
-    """Whether greedy decoding would reproduce each target exactly, from one teacher-forced pass per batch.
-
-    Greedy decoding emits the target iff, fed the target's own prefix, the model's argmax is the next target
-    token at every position through `</s>` (each step sees exactly the prefix it would have generated). This
-    needs one forward pass instead of one per output token, which makes model selection by accuracy affordable.
-    A target whose tokens do not decode back to its text (an unknown word) can never be produced, so it never
-    matches — as with `generate()`.
-    """
-    device = torch.device(device) if device is not None else next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    target_ids = tokenizer(list(targets))["input_ids"]
-    producible = [" ".join(tokenizer.decode(ids, skip_special_tokens=True).split()) == " ".join(text.split())
-                  for ids, text in zip(target_ids, targets)]
-    order = sorted(range(len(sources)), key=lambda index: (len(target_ids[index]), index))
-    matches = [False] * len(sources)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start:start + batch_size]
-        encoded = tokenizer([sources[index] for index in chunk], return_tensors="pt", padding=True).to(device)
-        length = max(len(target_ids[index]) for index in chunk)
-        labels = torch.full((len(chunk), length), -100, dtype=torch.long)
-        decoder_input_ids = torch.full((len(chunk), length), tokenizer.pad_token_id, dtype=torch.long)
-        for row, index in enumerate(chunk):
-            ids = target_ids[index]
-            labels[row, :len(ids)] = torch.tensor(ids)
-            decoder_input_ids[row, :len(ids)] = torch.tensor([tokenizer.bos_token_id, *ids[:-1]])
-        labels, decoder_input_ids = labels.to(device), decoder_input_ids.to(device)
-        logits = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"],
-                       decoder_input_ids=decoder_input_ids).logits
-        correct = ((logits.argmax(-1) == labels) | (labels == -100)).all(dim=-1).tolist()
-        for index, ok in zip(chunk, correct):
-            matches[index] = ok and producible[index]
-    model.train(was_training)
-    return matches

@@ -12,6 +12,7 @@ from benchbuild.device import resolve_device
 from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.decoding import generate_predictions
 from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_rows, write_json
+from benchbuild.training.run_folder import read_run
 
 PREDICTIONS_FILE = "predictions.jsonl"
 METRICS_FILE = "metrics.json"
@@ -28,7 +29,6 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
 
     from benchbuild import zoo
     from benchbuild.evaluation.cter import read_compounds, read_lexicon
-    from benchbuild.training.loop import read_run
 
     transformers_logging.disable_progress_bar()
     zoo.register()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.training.run_folder import CHECKPOINTS_DIR, read_run
 
 METRICS_FILE = "metrics.json"
 COLUMNS = ("model", "benchmark", "split", "metric", "runs", "seeds", "mean", "standard_error", "paper", "paper_source")
@@ -64,14 +65,12 @@ def headline_metrics(metrics: dict[str, Any]) -> dict[str, float]:
 def metrics_files(run_dir: Path) -> list[Path]:
     """`metrics.json` of the run folder and of its direct subfolders (evaluations written with `--out RUN/sub`)."""
     found = [run_dir / METRICS_FILE] if (run_dir / METRICS_FILE).is_file() else []
-    found += sorted(path for path in run_dir.glob(f"*/{METRICS_FILE}") if path.parent.name != "checkpoints")
+    found += sorted(path for path in run_dir.glob(f"*/{METRICS_FILE}") if path.parent.name != CHECKPOINTS_DIR)
     return found
 
 
 def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
     """Group every evaluation of the given runs by model, benchmark, split and metric."""
-    from benchbuild.training.loop import read_run
-
     groups: dict[tuple[str, str, str, str], ReportRow] = {}
     reported_cache: dict[str, list[dict]] = {}
     for run_dir in map(Path, run_dirs):

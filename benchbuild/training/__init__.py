@@ -1,4 +1,5 @@
-"""Training: the run's tokenizer, the typed recipe, and the loop that writes a run folder."""
+"""Training: the run's tokenizer, the typed recipe, batching, validation, the run folder's format, and the loop that
+writes a run folder."""
 
 from benchbuild.training.loop import TrainResult, train
 from benchbuild.training.recipe import TrainingRecipe, resolve_recipe

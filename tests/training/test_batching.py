@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from benchbuild.training.loop import EncodedSplit, _best_cuts, backward_batch, batch_indices, collate, micro_batches, train
+from benchbuild.training.batching import EncodedSplit, _best_cuts, batch_indices, collate, micro_batches
+from benchbuild.training.loop import backward_batch, train
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from benchbuild.cli import app
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.loop import split_validation, train
+from benchbuild.training.loop import train
+from benchbuild.training.validation import split_validation
 
 pytestmark = pytest.mark.shared
 
@@ -136,7 +137,8 @@ def test_teacher_forced_validation_agrees_with_greedy_generate(finished_run, tin
 
     import benchbuild.zoo
     from benchbuild.benchmark import load_splits
-    from benchbuild.evaluation.decoding import generate_predictions, greedy_matches
+    from benchbuild.evaluation.decoding import generate_predictions
+    from benchbuild.training.validation import greedy_matches
 
     run_dir, _ = finished_run
     benchbuild.zoo.register()

@@ -1,0 +1,151 @@
+"""The run folder's format: training writes it, evaluation and reports read it.
+
+A run folder holds the selected checkpoint at its root (`save_pretrained` safetensors + config + tokenizer), the
+latest checkpoints under `checkpoints/step-NNNNNNNN/` (weights + `trainer_state.pt`: optimizer, scheduler and RNG
+state, loadable with `torch.load(weights_only=True)`), `train_log.jsonl` (one JSON record a line: `step`, `loss`, `lr`
+every few steps, and `step`, `validation_exact_match`, `elapsed_s` at each validation) and `run.json` (the run's
+identity, which a resumption must match, its arguments, and how far it got: `status` is `complete` at the end).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from benchbuild.atomic import atomic_directory
+from benchbuild.errors import BenchbuildError
+
+RUN_FILE = "run.json"
+LOG_FILE = "train_log.jsonl"
+STATE_FILE = "trainer_state.pt"
+CHECKPOINTS_DIR = "checkpoints"
+KEEP_CHECKPOINTS = 2
+
+
+@dataclass
+class TrainerState:
+    """How far training got: steps done, the best validation exact match and its step, and the seconds spent training
+    and validating (summed over a killed run and its resumption). Checkpointed with every checkpoint."""
+
+    step: int = 0
+    best: float | None = None
+    best_step: int | None = None
+    elapsed: float = 0.0
+
+
+def read_run(run_dir: str | Path) -> dict[str, Any]:
+    """The `run.json` of a run folder."""
+    path = Path(run_dir) / RUN_FILE
+    if not path.is_file():
+        raise BenchbuildError(f"{run_dir} is not a benchbuild run: {path} is missing")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_run(out: Path, run: dict[str, Any]) -> None:
+    """Replace `run.json` in one rename, so a killed run never leaves it half written."""
+    tmp = out / (RUN_FILE + ".tmp")
+    tmp.write_text(json.dumps(run, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(out / RUN_FILE)
+
+
+def open_run(out: Path, identity: dict[str, Any], overwrite: bool) -> dict[str, Any]:
+    """The run record to continue: a fresh one (written at once), or the existing one when `out` holds the same run
+    (resume); a folder of another run, or of something else, is refused unless `overwrite`."""
+    identity = json.loads(json.dumps(identity))
+    if out.exists() and overwrite:
+        shutil.rmtree(out)
+    if out.exists() and any(out.iterdir()):
+        if not (out / RUN_FILE).is_file():
+            raise BenchbuildError(f"{out} exists and is not a benchbuild run: pass --overwrite to replace it")
+        run = read_run(out)
+        previous = run.get("identity", {})
+        if previous != identity:
+            differing = sorted(key for key in set(previous) | set(identity) if previous.get(key) != identity.get(key))
+            raise BenchbuildError(f"{out} holds a different run (it differs in: {', '.join(differing)}): "
+                                  "pass --overwrite to replace it, or choose another --out")
+        return run
+    out.mkdir(parents=True, exist_ok=True)
+    run = {"identity": identity, "status": "starting"}
+    write_run(out, run)
+    return run
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest complete checkpoint folder (one whose trainer state was written), if any."""
+    folder = run_dir / CHECKPOINTS_DIR
+    checkpoints = sorted(folder.glob("step-*")) if folder.is_dir() else []
+    complete = [path for path in checkpoints if (path / STATE_FILE).is_file()]
+    return complete[-1] if complete else None
+
+
+def save_checkpoint(out: Path, network, optimizer, scheduler, state: TrainerState) -> None:
+    """Write `checkpoints/step-NNNNNNNN/` (weights, optimizer, scheduler, `state` and every RNG state) atomically and
+    keep only the newest `KEEP_CHECKPOINTS`."""
+    target = out / CHECKPOINTS_DIR / f"step-{state.step:08d}"
+    with atomic_directory(target, overwrite=True) as tmp:
+        network.save_pretrained(tmp)
+        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": state.step,
+                    "best": state.best, "best_step": state.best_step, "elapsed": state.elapsed,
+                    "rng": _rng_state()}, tmp / STATE_FILE)
+    for old in sorted((out / CHECKPOINTS_DIR).glob("step-*"))[:-KEEP_CHECKPOINTS]:
+        shutil.rmtree(old)
+
+
+def restore_checkpoint(checkpoint: Path, optimizer, scheduler) -> TrainerState:
+    """Load a checkpoint's optimizer and scheduler state into `optimizer` and `scheduler`, set every RNG to its saved
+    state and return how far training got (the weights load with `from_pretrained(checkpoint)`)."""
+    saved = torch.load(checkpoint / STATE_FILE, weights_only=True)
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    state = TrainerState(step=int(saved["step"]), best=saved["best"], best_step=saved["best_step"],
+                         elapsed=float(saved.get("elapsed", 0.0)))
+    _set_rng_state(saved["rng"])
+    return state
+
+
+def _rng_state() -> dict[str, Any]:
+    numpy_state = np.random.get_state(legacy=False)
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(),
+             "numpy": {"key": torch.from_numpy(numpy_state["state"]["key"].astype(np.int64)),
+                       "pos": numpy_state["state"]["pos"], "has_gauss": numpy_state["has_gauss"],
+                       "gauss": numpy_state["gauss"]}}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(_as_tuples(state["python"]))
+    numpy_state = state["numpy"]
+    np.random.set_state({"bit_generator": "MT19937", "has_gauss": numpy_state["has_gauss"], "gauss": numpy_state["gauss"],
+                         "state": {"key": numpy_state["key"].numpy().astype(np.uint32), "pos": numpy_state["pos"]}})
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _as_tuples(value):
+    return tuple(_as_tuples(item) for item in value) if isinstance(value, (list, tuple)) else value
+
+
+
+def append_log(out: Path, record: dict[str, Any]) -> None:
+    """Add one record to the run's `train_log.jsonl`."""
+    with open(out / LOG_FILE, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+def truncate_log(out: Path, step: int) -> None:
+    """Drop log lines past the checkpoint a resumed run restarts from (the killed run wrote them)."""
+    path = out / LOG_FILE
+    if not path.is_file():
+        return
+    kept = [line for line in path.read_text(encoding="utf-8").splitlines() if line and json.loads(line)["step"] <= step]
+    path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
