@@ -1,16 +1,35 @@
-"""Data cards: render a benchmark's README.md (HF YAML front matter + sections) from its build facts and a template."""
+"""Data cards: render a benchmark's README.md (HF YAML front matter + sections) from its build facts and a template.
+
+`benchbuild.benchmark` calls this module to write a card; this module knows a benchmark only by the three things
+a card is made of (`CardSubject`), so the dependency runs one way.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Iterable, Mapping, Protocol
 
+import datasets
 import jinja2
 import pyarrow.compute as pc
 import yaml
 
-if TYPE_CHECKING:
-    from benchbuild.benchmark import Benchmark
 
+class CardSubject(Protocol):
+    """What a card is rendered from: a built benchmark's splits, its BuildInfo and its CardFacts."""
+
+    splits: Mapping[str, datasets.Dataset]
+    info: Any
+    card: Any
+
+
+def data_files(format: str, split_names: Iterable[str]) -> dict[str, str]:
+    """The card's `configs` data_files pattern of each split, relative to the benchmark folder."""
+    pattern = {
+        "arrow": "{name}/data-*.arrow",
+        "parquet": "data/{name}-00000-of-00001.parquet",
+        "jsonl": "data/{name}.jsonl",
+    }[format]
+    return {name: pattern.format(name=name) for name in split_names}
 
 
 def size_category(rows: int) -> str:
@@ -27,7 +46,7 @@ def _arrow_dtype(feature: Any) -> Any:
     return dtype if dtype is not None else str(feature)
 
 
-def split_statistics(benchmark: "Benchmark") -> dict[str, dict[str, Any]]:
+def split_statistics(benchmark: CardSubject) -> dict[str, dict[str, Any]]:
     """Per split: rows, distinct sources, mean/max source and target length in whitespace tokens."""
     stats = {}
     for name, dataset in benchmark.splits.items():
@@ -49,10 +68,8 @@ def split_statistics(benchmark: "Benchmark") -> dict[str, dict[str, Any]]:
     return stats
 
 
-def front_matter(benchmark: "Benchmark") -> dict[str, Any]:
+def front_matter(benchmark: CardSubject) -> dict[str, Any]:
     """The Hugging Face YAML header: pretty_name, license, language, task_categories, sizes, configs, dataset_info."""
-    from benchbuild.benchmark import data_files
-
     splits = benchmark.splits
     total = sum(len(d) for d in splits.values())
     first = next(iter(splits.values()))
@@ -80,7 +97,7 @@ def _environment() -> jinja2.Environment:
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
-def render_card(benchmark: "Benchmark") -> str:
+def render_card(benchmark: CardSubject) -> str:
     """The full README.md of a benchmark: YAML front matter, then the family template's sections."""
     header = yaml.safe_dump(front_matter(benchmark), sort_keys=False, allow_unicode=True, width=1000)
     template = _environment().get_template(f"{benchmark.info.family}.md.j2")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterator, Literal
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.progress import quiet_datasets
 
 EncodingErrors = Literal["strict", "replace"]
 ENCODING_ERRORS: tuple[str, ...] = ("strict", "replace")
@@ -145,14 +146,14 @@ def load_local_hf(name_or_path: str | Path, split: str = "train"):
                               "and pass that folder")
     saved = (path / "dataset_dict.json").is_file() or (path / "state.json").is_file()
     try:
+        with quiet_datasets():
+            loaded = datasets.load_from_disk(str(path)) if saved else datasets.load_dataset(str(path), split=split)
         if saved:
-            loaded = datasets.load_from_disk(str(path))
             if isinstance(loaded, datasets.DatasetDict):
                 if split not in loaded:
                     raise BenchbuildError(f"`{path}` has no split {split!r} (it has: {', '.join(loaded)})")
                 return loaded[split]
-            return loaded
-        return datasets.load_dataset(str(path), split=split)
+        return loaded
     except BenchbuildError:
         raise
     except (FileNotFoundError, ValueError) as error:

@@ -1,4 +1,5 @@
-"""Progress bars for long work (rich), one helper so every command shows them the same way."""
+"""Progress bars for long work (rich), one helper so every command shows them the same way; `datasets`' own bars
+silenced around its internal steps."""
 
 from __future__ import annotations
 
@@ -25,3 +26,17 @@ def progress_bar(description: str, total: float | None, enabled: bool = True) ->
             bar.update(task, advance=amount, label=label)
 
         yield advance
+
+
+@contextmanager
+def quiet_datasets() -> Iterator[None]:
+    """No `datasets` progress bars for its internal steps (flattening, saving, loading); the caller's setting returns."""
+    import datasets
+
+    disabled = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not disabled:
+            datasets.enable_progress_bars()

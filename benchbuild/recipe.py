@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchbuild.errors import BenchbuildError
-
-RECIPE_KEYS = {"description", "steps"}
-STEP_KEYS = {"command", "options", "description"}
+from benchbuild.toml_schema import from_table, read_toml
 
 
 @dataclass
@@ -44,33 +41,15 @@ class Step:
 
 @dataclass
 class Recipe:
-    description: str
+    """A pipeline file: `[[steps]]` tables run in order, and an optional description."""
+
     steps: list[Step]
-
-
-def _unknown(keys: set[str], allowed: set[str], where: str, path: Path) -> None:
-    extra = sorted(keys - allowed)
-    if extra:
-        raise BenchbuildError(f"{path}: unknown key {extra[0]!r} in {where} (allowed: {', '.join(sorted(allowed))})")
+    description: str = ""
 
 
 def load_recipe(path: str | Path) -> Recipe:
     """Read and validate a recipe's structure; option names are checked against the commands by the CLI."""
-    path = Path(path)
-    if not path.is_file():
-        raise BenchbuildError(f"recipe {path} does not exist")
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise BenchbuildError(f"{path} is not valid TOML: {error}") from None
-    _unknown(set(raw), RECIPE_KEYS, "the recipe", path)
-    if not raw.get("steps"):
+    recipe = from_table(Recipe, read_toml(path, "recipe"), str(path))
+    if not recipe.steps:
         raise BenchbuildError(f"{path}: a recipe needs at least one [[steps]] table")
-    steps = []
-    for number, table in enumerate(raw["steps"], start=1):
-        _unknown(set(table), STEP_KEYS, f"step {number}", path)
-        if "command" not in table:
-            raise BenchbuildError(f"{path}: step {number} has no 'command'")
-        steps.append(Step(command=table["command"], options=dict(table.get("options", {})),
-                          description=table.get("description", "")))
-    return Recipe(description=raw.get("description", ""), steps=steps)
+    return recipe

@@ -1,7 +1,6 @@
 """The package's one device policy: spellings, resolution against what torch reports, ensemble placement."""
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from benchbuild.cli import app

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.nounadj.french import FrenchLemmatizer, PairingMatch, find_pairing
+from benchbuild.french import FrenchLemmatizer, PairingMatch, find_pairing
 
 REQUIRED_COLUMNS = ("fr_adjective", "fr_noun", "order")
 

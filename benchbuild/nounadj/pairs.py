@@ -17,17 +17,15 @@ target language so the rows' column names stay those of the paper.
 from __future__ import annotations
 
 import re
-import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.toml_schema import check_table, read_toml
 
 Order = Literal["backward", "forward"]
 ORDERS: tuple[Order, ...] = ("backward", "forward")
-TOP_KEYS = {"source_lang", "target_lang", "backward", "forward"}
-PAIR_KEYS = {"adjective", "noun", "fr_adjective", "fr_noun", "noun_forms"}
 REQUIRED_PAIR_KEYS = ("adjective", "noun", "fr_adjective", "fr_noun")
 
 
@@ -82,6 +80,16 @@ class PairsConfig:
                  "fr_noun": p.fr_noun} for p in self.pairs]
 
 
+@dataclass(frozen=True)
+class PairsFile:
+    """The layout of a pairs file; each `[[backward]]` / `[[forward]]` table is a `NounAdjectivePair` less `order`."""
+
+    backward: list[dict[str, Any]] = field(default_factory=list)
+    forward: list[dict[str, Any]] = field(default_factory=list)
+    source_lang: str = "en"
+    target_lang: str = "fr"
+
+
 def english_plural(noun: str) -> str:
     """The regular English plural (responsibility → responsibilities, source → sources, bus → buses)."""
     lower = noun.lower()
@@ -108,56 +116,42 @@ def load_pairs(path: str | Path | None) -> PairsConfig:
     """Table 2 when `path` is None, else the validated pairs file (errors name the file, the entry and the key)."""
     if path is None:
         return TABLE_2
-    path = Path(path)
-    if not path.is_file():
-        raise BenchbuildError(f"pairs file `{path}` does not exist")
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise BenchbuildError(f"pairs file `{path}` is not valid TOML: {error}") from None
-    return parse_pairs(raw, str(path))
+    return parse_pairs(read_toml(path, "pairs file"), str(path))
 
 
 def parse_pairs(raw: dict, origin: str) -> PairsConfig:
     """Validate the TOML structure of a pairs file (see the module docstring)."""
-    unknown = sorted(set(raw) - TOP_KEYS)
-    if unknown:
-        raise BenchbuildError(f"`{origin}`: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(TOP_KEYS))})")
+    layout = check_table(PairsFile, raw, origin)
     pairs = []
     for order in ORDERS:
-        entries = raw.get(order, [])
-        if not isinstance(entries, list) or not entries:
-            raise BenchbuildError(f"`{origin}`: needs at least one [[{order}]] pair")
-        for number, entry in enumerate(entries, start=1):
+        if not layout.get(order):
+            raise BenchbuildError(f"{origin}: needs at least one [[{order}]] pair")
+        for number, entry in enumerate(layout[order], start=1):
             pairs.append(_parse_pair(entry, order, number, origin))
     for key in ("source_lang", "target_lang"):
-        if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
-            raise BenchbuildError(f"`{origin}`: {key} must be a language code such as 'en'")
+        if key in layout and not layout[key].strip():
+            raise BenchbuildError(f"{origin}: {key} must be a language code such as 'en'")
     _check_consistent(pairs, origin)
-    return PairsConfig(pairs=tuple(pairs), source_lang=raw.get("source_lang", "en"),
-                       target_lang=raw.get("target_lang", "fr"), origin=origin)
+    return PairsConfig(pairs=tuple(pairs), source_lang=layout.get("source_lang", "en"),
+                       target_lang=layout.get("target_lang", "fr"), origin=origin)
 
 
-def _parse_pair(entry: object, order: Order, number: int, origin: str) -> NounAdjectivePair:
-    where = f"`{origin}`: [[{order}]] pair {number}"
-    if not isinstance(entry, dict):
-        raise BenchbuildError(f"{where} must be a table with keys {', '.join(REQUIRED_PAIR_KEYS)}")
-    unknown = sorted(set(entry) - PAIR_KEYS)
-    if unknown:
-        raise BenchbuildError(f"{where} has unknown key {unknown[0]!r} (allowed: {', '.join(sorted(PAIR_KEYS))})")
+def _parse_pair(entry: dict[str, Any], order: Order, number: int, origin: str) -> NounAdjectivePair:
+    where = f"[[{order}]] pair {number}"
+    values = check_table(NounAdjectivePair, entry, origin, where, complete=False, exclude=("order",))
     for key in REQUIRED_PAIR_KEYS:
-        value = entry.get(key)
-        if not isinstance(value, str) or not value.strip():
-            label = entry.get("noun") or entry.get("adjective") or "?"
-            raise BenchbuildError(f"{where} ({label}) is missing {key!r}"
+        value = values.get(key, "")
+        if not value.strip():
+            label = values.get("noun") or values.get("adjective") or "?"
+            raise BenchbuildError(f"{origin}: {where} ({label}) is missing {key!r}"
                                   + (" (the target-language lemma)" if key.startswith("fr_") else ""))
         if len(value.split()) != 1:
-            raise BenchbuildError(f"{where}: {key} {value!r} must be a single word")
-    forms = entry.get("noun_forms", [])
-    if not isinstance(forms, list) or not all(isinstance(form, str) and form.strip() for form in forms):
-        raise BenchbuildError(f"{where}: noun_forms must be a list of words")
-    return NounAdjectivePair(adjective=entry["adjective"].strip(), noun=entry["noun"].strip(),
-                             fr_adjective=entry["fr_adjective"].strip(), fr_noun=entry["fr_noun"].strip(),
+            raise BenchbuildError(f"{origin}: {where}: {key} {value!r} must be a single word")
+    forms = values.get("noun_forms", ())
+    if not all(form.strip() for form in forms):
+        raise BenchbuildError(f"{origin}: {where}: noun_forms must be a list of words")
+    return NounAdjectivePair(adjective=values["adjective"].strip(), noun=values["noun"].strip(),
+                             fr_adjective=values["fr_adjective"].strip(), fr_noun=values["fr_noun"].strip(),
                              order=order, noun_forms=tuple(form.strip() for form in forms))
 
 
@@ -167,15 +161,15 @@ def _check_consistent(pairs: list[NounAdjectivePair], origin: str) -> None:
         for word in (pair.adjective.lower(), pair.noun.lower()):
             other = column_of.setdefault(word, pair.order)
             if other != pair.order:
-                raise BenchbuildError(f"`{origin}`: {word!r} is in both the backward and the forward column")
+                raise BenchbuildError(f"{origin}: {word!r} is in both the backward and the forward column")
     seen_nouns: dict[str, str] = {}
     for pair in pairs:
         for form in pair.surface_forms():
             if form in seen_nouns:
-                raise BenchbuildError(f"`{origin}`: the noun {pair.noun!r} (form {form!r}) is in two pairs: "
+                raise BenchbuildError(f"{origin}: the noun {pair.noun!r} (form {form!r}) is in two pairs: "
                                       "each noun keeps exactly one adjective in train")
             seen_nouns[form] = pair.noun
     adjectives = {pair.adjective.lower() for pair in pairs}
     for pair in pairs:
         if pair.noun.lower() in adjectives:
-            raise BenchbuildError(f"`{origin}`: {pair.noun!r} is both a noun and an adjective")
+            raise BenchbuildError(f"{origin}: {pair.noun!r} is both a noun and an adjective")

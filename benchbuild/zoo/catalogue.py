@@ -5,17 +5,21 @@ so an installed wheel has its catalogue.
 
 An entry is data: `[architecture]` holds the keyword arguments of the model's `PretrainedConfig` and `kind` picks
 the module (transformer | dangle | syntactic_attention | lstm_attention | hf); `[recipe.scan]` / `[recipe.mt]` hold
-the training recipe per benchmark family; `[[reported]]` the numbers the paper reports. Unknown keys anywhere are
-an error naming the file and the key.
+the training recipe per benchmark family (the keys are `TrainingRecipe`'s fields); `[[reported]]` the numbers the
+paper reports, `paper` the ids of `benchbuild.papers`. Unknown keys anywhere are an error naming the file and key.
+
+A variant says `extends = "transformer"` (a catalogue name, or a `.toml` path relative to the file) and sets only
+what differs: its `[architecture]` and `[recipe.*]` tables are merged key by key over the parent's (which may
+itself extend another). `name`, `paper`, `summary` and `[[reported]]` are never inherited: they describe this
+model, and a parent's reported numbers are not the variant's.
 
 `kind = "hf"` entries build any `transformers` seq2seq model: either `path` (a local config.json or a config /
 checkpoint folder: `AutoModelForSeq2SeqLM.from_config` / `from_pretrained`) or `model_type` plus that config's
 keyword arguments (`AutoConfig.for_model`); the model is resized to the benchmark's vocabulary either way.
 
-Notes on the zoo <-> training interface (additions, nothing changed):
+Notes on the zoo <-> training interface:
 - `kind = "hf"` also accepts `model_type` + config kwargs instead of `path` (models/hf.toml builds a small BART);
   such from-scratch models get no forced BOS/EOS tokens, so they stop where they predict EOS like the others.
-- A recipe table may also set the trainer's optional `adam_beta1`, `adam_beta2`, `eval_batch_size`.
 - `build_model` sets `generation_config.max_length = 256` (transformers' default of 20 cuts SCAN outputs); pass
   `max_length` to `generate()` rather than `max_new_tokens` to avoid transformers' warning about both being set.
 - `get_encoder()` returns a weight-less view whose `forward(input_ids, attention_mask)` gives the encoder output;
@@ -27,26 +31,21 @@ from __future__ import annotations
 
 import importlib
 import importlib.resources
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.toml_schema import check_keys, check_table, from_table, read_toml
+from benchbuild.zoo.recipe import RecipeFamily, TrainingRecipe
 
 CATALOGUE = Path(str(importlib.resources.files("benchbuild.zoo") / "models"))  # shipped with the package
-TOP_KEYS = {"name", "paper", "summary", "architecture", "recipe", "reported"}
-RECIPE_KEYS = {"steps", "batch_size", "learning_rate", "schedule", "warmup_steps", "label_smoothing", "grad_clip",
-               "weight_decay", "eval_every", "bpe_vocab_size"}
-OPTIONAL_RECIPE_KEYS = {"adam_beta1", "adam_beta2", "eval_batch_size"}  # the trainer's defaults apply when absent
-RECIPE_FAMILIES = {"scan", "mt"}
-SCHEDULES = {"constant", "inverse_sqrt"}
-REPORTED_KEYS = {"benchmark", "metric", "value", "table", "note"}
 KINDS = ("transformer", "dangle", "syntactic_attention", "lstm_attention", "hf")
 
 
 @dataclass
 class ModelEntry:
-    """One catalogue entry as read from its TOML file."""
+    """One catalogue entry, resolved: a variant's tables already merged over its parent's."""
 
     name: str
     paper: str
@@ -55,9 +54,34 @@ class ModelEntry:
     recipes: dict[str, dict]
     reported: list[dict]
     path: Path = field(default=Path("."))
+    extends: str | None = None
 
 
-# kind -> (module, config class, model class); imported on first use so that listing the catalogue stays light.
+@dataclass(frozen=True)
+class EntryFile:
+    """The layout of one `models/<name>.toml` file (a variant may leave out what it inherits)."""
+
+    name: str
+    paper: str
+    summary: str
+    extends: str | None = None
+    architecture: dict[str, Any] = field(default_factory=dict)
+    recipe: dict[RecipeFamily, dict[str, Any]] = field(default_factory=dict)
+    reported: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ReportedNumber:
+    """One `[[reported]]` row: a number the paper reports for this model (`table` cites it: "000 Table 3")."""
+
+    benchmark: str
+    metric: str
+    value: float
+    table: str
+    note: str = ""
+
+
+# kind -> (module, config class, model class); imported on first use.
 MODULES = {
     "transformer": ("benchbuild.zoo.transformer", "TransformerConfig", "TransformerForSeq2Seq"),
     "dangle": ("benchbuild.zoo.dangle", "DangleConfig", "DangleForSeq2Seq"),
@@ -76,12 +100,6 @@ def _classes(kind: str):
     return getattr(module, config_name), getattr(module, model_name)
 
 
-def _unknown(keys, valid, where: str) -> None:
-    extra = sorted(set(keys) - set(valid))
-    if extra:
-        raise BenchbuildError(f"{where}: unknown key {extra[0]!r} (valid: {', '.join(sorted(valid))})")
-
-
 def _check_architecture(architecture: dict, where: str) -> None:
     kind = architecture.get("kind")
     if kind is None:
@@ -92,38 +110,47 @@ def _check_architecture(architecture: dict, where: str) -> None:
         if ("path" in architecture) == ("model_type" in architecture):
             raise BenchbuildError(f"{where}: an hf [architecture] needs exactly one of 'path' or 'model_type'")
         if "path" in architecture:
-            _unknown(architecture, {"kind", "path"}, f"{where} [architecture]")
+            check_keys(architecture, {"kind", "path"}, where, "[architecture]")
         return
-    _unknown(architecture, _classes(kind)[0].architecture_keys() | {"kind"}, f"{where} [architecture]")
+    check_keys(architecture, _classes(kind)[0].architecture_keys() | {"kind"}, where, "[architecture]")
 
 
-def _read(path: Path) -> ModelEntry:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise BenchbuildError(f"{path}: not valid TOML ({error})") from error
-    _unknown(data, TOP_KEYS, str(path))
-    for key in ("name", "paper", "summary", "architecture"):
-        if key not in data:
-            raise BenchbuildError(f"{path}: missing key {key!r}")
-    architecture = dict(data["architecture"])
-    _check_architecture(architecture, str(path))
-    recipes = data.get("recipe", {})
-    _unknown(recipes, RECIPE_FAMILIES, f"{path} [recipe]")
+def _read(path: Path, extended_by: tuple[Path, ...] = ()) -> ModelEntry:
+    """The entry of one file, checked, with the tables of the entry it extends (if any) merged under its own."""
+    where = str(path)
+    own = check_table(EntryFile, read_toml(path, "model file"), where)
+    recipes = own.get("recipe", {})
     for family, recipe in recipes.items():
-        _unknown(recipe, RECIPE_KEYS | OPTIONAL_RECIPE_KEYS, f"{path} [recipe.{family}]")
-        if recipe.get("schedule", "constant") not in SCHEDULES:
-            raise BenchbuildError(f"{path} [recipe.{family}]: schedule {recipe['schedule']!r} is not one of "
-                                  f"{', '.join(sorted(SCHEDULES))}")
-    reported = data.get("reported", [])
-    for number, row in enumerate(reported, start=1):
-        _unknown(row, REPORTED_KEYS, f"{path} [[reported]] #{number}")
-        for key in ("benchmark", "metric", "value", "table"):
-            if key not in row:
-                raise BenchbuildError(f"{path} [[reported]] #{number}: missing key {key!r}")
-    return ModelEntry(name=data["name"], paper=str(data["paper"]), summary=data["summary"],
-                      architecture=architecture, recipes={k: dict(v) for k, v in recipes.items()},
-                      reported=[dict(r) for r in reported], path=path)
+        check_table(TrainingRecipe, recipe, where, f"[recipe.{family}]", complete=False)
+    reported = [check_table(ReportedNumber, row, where, f"[[reported]] #{number}")
+                for number, row in enumerate(own.get("reported", []), start=1)]
+    architecture = own.get("architecture", {})
+    if "extends" in own:
+        parent = _read(_parent_path(own["extends"], path, extended_by), (*extended_by, path.resolve()))
+        architecture = {**parent.architecture, **architecture}
+        recipes = {family: {**parent.recipes.get(family, {}), **recipes.get(family, {})}
+                   for family in {**parent.recipes, **recipes}}
+    _check_architecture(architecture, where)
+    for family, recipe in recipes.items():
+        from_table(TrainingRecipe, recipe, where, f"[recipe.{family}]")  # complete, and every value in range
+    return ModelEntry(name=own["name"], paper=own["paper"], summary=own["summary"], architecture=architecture,
+                      recipes=recipes, reported=reported, path=path, extends=own.get("extends"))
+
+
+def _parent_path(reference: str, path: Path, extended_by: tuple[Path, ...]) -> Path:
+    parent = path.parent / reference if reference.endswith(".toml") else CATALOGUE / f"{reference}.toml"
+    if not parent.is_file():
+        raise BenchbuildError(f"{path}: extends {reference!r}, which is not a catalogue entry ({_names()}) "
+                              "or a .toml file beside it")
+    chain = (*extended_by, path.resolve())
+    if parent.resolve() in chain:
+        raise BenchbuildError(f"{path}: extends {reference!r}, which extends it back "
+                              f"({' -> '.join(p.stem for p in (*chain, parent))})")
+    return parent
+
+
+def _names() -> str:
+    return ", ".join(sorted(p.stem for p in CATALOGUE.glob("*.toml")))
 
 
 def list_entries() -> list[ModelEntry]:
@@ -135,13 +162,10 @@ def load_entry(name_or_path: str | Path) -> ModelEntry:
     """A catalogue entry by name (`transformer`) or any entry file by path (`my_model.toml`)."""
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml":
-        if not candidate.is_file():
-            raise BenchbuildError(f"{candidate}: no such model file")
         return _read(candidate)
     path = CATALOGUE / f"{name_or_path}.toml"
     if not path.is_file():
-        names = ", ".join(sorted(p.stem for p in CATALOGUE.glob("*.toml")))
-        raise BenchbuildError(f"unknown model {str(name_or_path)!r} (catalogue: {names})")
+        raise BenchbuildError(f"unknown model {str(name_or_path)!r} (catalogue: {_names()})")
     return _read(path)
 
 

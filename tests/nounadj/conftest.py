@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbuild.nounadj.french import FrenchLemmatizer
+from benchbuild.french import FrenchLemmatizer
 from benchbuild.nounadj.parsers import SpacyParser
 
 # (English, French, where the rules put it) — checked against en_core_web_sm 3.8.0 parses.

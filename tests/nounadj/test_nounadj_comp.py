@@ -6,7 +6,7 @@ import pytest
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.comp import comp_counts, comp_scores
-from benchbuild.nounadj.french import FrenchToken, find_pairing, french_forms
+from benchbuild.french import FrenchToken, find_pairing, french_forms
 
 
 def test_french_adjective_forms_cover_gender_and_number():

@@ -61,7 +61,7 @@ def test_a_valid_file_loads_with_extra_noun_forms(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     (VALID + '\ncolour = "red"\n', "unknown key 'colour'"),
-    (VALID.replace('noun_forms = ["children"]', 'noun_form = ["children"]'), r"\[\[forward\]\] pair 1 has unknown key 'noun_form'"),
+    (VALID.replace('noun_forms = ["children"]', 'noun_form = ["children"]'), r"unknown key 'noun_form' in \[\[forward\]\] pair 1"),
     (VALID.replace('fr_noun = "enfant"\n', ""), r"\(child\) is missing 'fr_noun' \(the target-language lemma\)"),
     (VALID.replace('adjective = "new"', 'adjective = "specific"'), "'specific' is in both the backward and the forward column"),
     (VALID.replace('noun = "child"', 'noun = "answer"'), "'answer' is in both"),

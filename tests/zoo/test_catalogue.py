@@ -7,9 +7,12 @@ import torch
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, BartConfig
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.training.recipe import resolve_recipe
 from benchbuild.zoo import build_model, list_entries, load_entry, register
-from benchbuild.zoo.catalogue import OPTIONAL_RECIPE_KEYS, RECIPE_KEYS
 
+# What every recipe states itself rather than leaving to TrainingRecipe's defaults: the numbers papers fix.
+STATED_RECIPE_KEYS = {"steps", "batch_size", "learning_rate", "schedule", "warmup_steps", "label_smoothing",
+                      "grad_clip", "weight_decay", "eval_every"}
 ISSUE_MODELS = {"transformer", "transformer_ped", "transformer_noscale", "universal_transformer",
                 "relative_transformer", "relative_universal_transformer", "sag", "sag_conv", "sag_fixed_span",
                 "sag_t5", "fusion", "dangle", "rdangle_shr", "rdangle_sep", "syntactic_attention", "lstm_attention",
@@ -28,8 +31,69 @@ def test_catalogue_lists_every_model_of_the_issue_sorted_by_name():
 def test_every_entry_has_a_complete_scan_and_mt_recipe():
     for entry in list_entries():
         assert set(entry.recipes) == {"scan", "mt"}, entry.name
-        assert set(entry.recipes["scan"]) == RECIPE_KEYS - {"bpe_vocab_size"}, entry.name
-        assert RECIPE_KEYS <= set(entry.recipes["mt"]) <= RECIPE_KEYS | OPTIONAL_RECIPE_KEYS, entry.name
+        assert STATED_RECIPE_KEYS <= set(entry.recipes["scan"]), entry.name
+        assert STATED_RECIPE_KEYS | {"bpe_vocab_size"} <= set(entry.recipes["mt"]), entry.name
+        assert resolve_recipe(entry.recipes, "scan").tokenizer_kind == "word", entry.name
+        assert resolve_recipe(entry.recipes, "mt").tokenizer_kind == "bpe", entry.name
+
+
+def test_a_variant_merges_its_tables_over_its_parents_key_by_key():
+    transformer, ped = load_entry("transformer"), load_entry("transformer_ped")
+    assert ped.extends == "transformer"
+    assert ped.architecture == {**transformer.architecture, "embedding_scale": "ped"}
+    assert ped.recipes == transformer.recipes
+    sag, sag_t5 = load_entry("sag"), load_entry("sag_t5")
+    assert sag.recipes["scan"] == {**transformer.recipes["scan"], "steps": 14500, "learning_rate": 5e-4,
+                                   "eval_every": 500}
+    assert sag.recipes["mt"] == transformer.recipes["mt"]
+    assert sag_t5.architecture == {**sag.architecture, "position": "t5_bias", "span": 4}  # two levels deep
+    assert load_entry("relative_universal_transformer").architecture == {
+        **load_entry("relative_transformer").architecture, "universal": True}
+
+
+def test_a_variant_keeps_its_own_name_paper_summary_and_reported_numbers():
+    transformer, ped = load_entry("transformer"), load_entry("transformer_ped")
+    assert (ped.name, ped.paper) == ("transformer_ped", "003") and ped.summary != transformer.summary
+    assert [row["table"] for row in ped.reported] == ["003 Table 7"]  # not the parent's seven rows
+
+
+def test_a_file_outside_the_catalogue_extends_an_entry_or_a_file_beside_it(tmp_path):
+    (tmp_path / "wide.toml").write_text('name = "wide"\npaper = "-"\nsummary = "x"\nextends = "transformer"\n'
+                                        '[architecture]\nd_model = 256\n[recipe.scan]\nmicro_batches = 2\n')
+    (tmp_path / "wider.toml").write_text('name = "wider"\npaper = "-"\nsummary = "x"\nextends = "wide.toml"\n'
+                                         '[architecture]\nd_ff = 1024\n')
+    wider = load_entry(tmp_path / "wider.toml")
+    assert (wider.architecture["d_model"], wider.architecture["d_ff"], wider.architecture["kind"]) == (256, 1024,
+                                                                                                      "transformer")
+    assert wider.recipes["scan"]["micro_batches"] == 2  # every TrainingRecipe field is a recipe key
+    assert resolve_recipe(wider.recipes, "scan").micro_batches == 2
+
+
+@pytest.mark.parametrize("extends, message", [
+    ("gpt", "extends 'gpt', which is not a catalogue entry"),
+    ("loop.toml", "extends 'loop.toml', which extends it back"),
+])
+def test_a_bad_parent_is_an_error_naming_it(tmp_path, extends, message):
+    (tmp_path / "loop.toml").write_text(f'name = "loop"\npaper = "-"\nsummary = "x"\nextends = "{extends}"\n')
+    with pytest.raises(BenchbuildError, match=message):
+        load_entry(tmp_path / "loop.toml")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("steps = 50000", 'steps = "many"'), r"\[recipe.scan\] steps must be an integer, not 'many'"),
+    (("steps = 50000", "steps = 0"), r"\[recipe.scan\]: recipe key 'steps' must be positive"),
+    (('schedule = "constant"', 'schedule = "cosine"'), r"\[recipe.scan\] schedule is 'cosine': choose one of"),
+    (("value = 3.4", 'value = "3.4"'), r"\[\[reported\]\] #1 value must be a number"),
+    (('table = "000 Table 3"', "table = 3"), r"\[\[reported\]\] #1 table must be a string"),
+    (('paper = "000, 003"', "paper = 0"), "paper must be a string"),
+    (("[recipe.mt]", "[recipe.cjk]"), r"unknown key 'cjk' in \[recipe\] \(allowed: mt, scan\)"),
+])
+def test_wrong_values_are_errors_naming_the_key(tmp_path, edit, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(load_entry("transformer").path.read_text().replace(*edit, 1))
+    with pytest.raises(BenchbuildError, match=message) as error:
+        load_entry(path)
+    assert str(error.value).startswith(f"{path}: ")
 
 
 def test_paper_entries_carry_the_numbers_their_paper_reports():

@@ -1,18 +1,50 @@
-"""`benchbuild zoo` lists every catalogue model with its paper and summary."""
+"""`benchbuild zoo` lists every catalogue model (kind, paper ids, summary) readably at 80 columns; `--papers` the
+papers it cites."""
 
 from __future__ import annotations
 
 from typer.testing import CliRunner
 
 from benchbuild import cli
+from benchbuild.papers import PAPERS
 from benchbuild.zoo import list_entries
 
 
-def test_zoo_command_lists_every_model_with_paper_and_summary(monkeypatch):
-    monkeypatch.setattr(cli.out, "width", 400)  # one table row per model, nothing wrapped
-    result = CliRunner().invoke(cli.app, ["zoo"])
+def zoo(monkeypatch, *args: str, width: int = 80) -> list[str]:
+    monkeypatch.setattr(cli.out, "width", width)
+    result = CliRunner().invoke(cli.app, ["zoo", *args])
     assert result.exit_code == 0, result.output
-    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") >= 4}
-    for entry in list_entries():
-        assert entry.paper in rows[entry.name] and entry.summary in rows[entry.name]
-    assert len([name for name in rows if name != "name"]) == len(list_entries())
+    return result.output.splitlines()
+
+
+def blocks(lines: list[str]) -> dict[str, str]:
+    """Each model's block (its name on a line of its own, then indented lines) as one whitespace-joined text."""
+    found: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        if line and not line.startswith(" "):
+            found[line] = []
+        elif line:
+            found[list(found)[-1]].append(line.strip())
+    return {name: " ".join(text) for name, text in found.items()}
+
+
+def test_zoo_lists_every_model_with_kind_paper_and_summary_within_80_columns(monkeypatch):
+    lines = zoo(monkeypatch)
+    assert max(map(len, lines)) <= 80 and not any(line.endswith(" ") for line in lines)
+    listed = blocks(lines)
+    entries = list_entries()
+    assert list(listed) == [entry.name for entry in entries]
+    for entry in entries:
+        assert listed[entry.name].startswith(f"{entry.architecture['kind']} · paper {entry.paper}")
+        assert listed[entry.name].endswith(entry.summary)
+    assert "extends sag" in listed["sag_t5"] and "extends" not in listed["transformer"]
+
+
+def test_zoo_papers_gives_every_paper_its_full_citation_and_models(monkeypatch):
+    lines = zoo(monkeypatch, "--papers")
+    assert max(map(len, lines)) <= 80
+    assert [line[:3] for line in lines if line and not line.startswith(" ")] == list(PAPERS)
+    text = " ".join(" ".join(lines).split())
+    for paper in PAPERS.values():
+        assert f"{paper.id} {paper.citation()} benchbuild: {paper.implements}" in text
+    assert "zoo: dangle, rdangle_sep, rdangle_shr" in text

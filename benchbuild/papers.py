@@ -1,0 +1,59 @@
+"""The papers benchbuild implements, by the id the catalogue and the docs cite them with (000-004).
+
+The ids are those of the texts in `../shared/papers/` (`000_….txt` …); a catalogue entry's `paper` and a reported
+number's `table` ("000 Table 3") start with them, and `benchbuild zoo --papers` prints this table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One paper: its full citation and what benchbuild takes from it."""
+
+    id: str
+    authors: str
+    title: str
+    venue: str
+    year: int
+    implements: str
+
+    def citation(self) -> str:
+        return f"{self.authors} ({self.year}). {self.title}. {self.venue}."
+
+
+PAPERS: dict[str, Paper] = {paper.id: paper for paper in (
+    Paper("000", "Rahma Chaabouni, Roberto Dessì, Eugene Kharitonov",
+          "Can Transformers Jump Around Right in Natural Language? Assessing Performance Transfer from SCAN",
+          "Proceedings of the Fourth BlackboxNLP Workshop on Analyzing and Interpreting Neural Networks for NLP", 2021,
+          "noun-adjective order split (Table 2, §4.2), COMP (§5), SAG / conv / fixed-span / T5-bias Transformers "
+          "(§3, App. A)"),
+    Paper("001", "Hao Zheng, Mirella Lapata",
+          "Real-World Compositional Generalization with Disentangled Sequence-to-Sequence Learning",
+          "Findings of the Association for Computational Linguistics: ACL 2023", 2023,
+          "ReaCT (§4: OOV filter, compositional degree, ensemble reverse mutual information), Dangle / R-Dangle "
+          "(§2-3, App. B)"),
+    Paper("002", "Jacob Russin, Jason Jo, Randall C. O'Reilly, Yoshua Bengio",
+          "Compositional Generalization by Factorizing Alignment and Translation",
+          "Proceedings of the 58th Annual Meeting of the Association for Computational Linguistics: Student Research "
+          "Workshop, pages 313-327 (first on arXiv as 1904.09708, 2019)", 2020,
+          "Syntactic Attention (§2), SCAN grammar and semantics (App. A), template splits (App. D.3)"),
+    Paper("003", "Róbert Csordás, Kazuki Irie, Jürgen Schmidhuber",
+          "The Devil is in the Detail: Simple Tricks Improve Systematic Generalization of Transformers",
+          "Proceedings of the 2021 Conference on Empirical Methods in Natural Language Processing (EMNLP)", 2021,
+          "relative positional attention (App. C), embedding scaling TEU / none / PED (App. D), Universal "
+          "Transformer, length cutoffs (§3)"),
+    Paper("004", "Yafang Zheng, Lei Lin, Zhaohong Lai, Binling Wang, Shan Liu, Biao Fu, Wenhao Rao, Peigen Ye, "
+          "Yidong Chen, Xiaodong Shi",
+          "Layer-wise Representation Fusion for Compositional Generalization",
+          "arXiv:2307.10799v1 (the FUSION version; revised as LRF for AAAI 2024)", 2023,
+          "fuse-attention module (§2.2), CTER on CoGnition (§3.1)"),
+)}
+
+
+def cited_ids(text: str) -> list[str]:
+    """The paper ids a catalogue field cites, in order: "000, 003" -> ["000", "003"]; "—" -> []."""
+    return re.findall(r"(?<!\d)\d{3}(?!\d)", text)

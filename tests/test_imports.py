@@ -1,0 +1,99 @@
+"""Imports: the dataset side never loads torch, transformers or numba, whatever the program is called; importing
+`benchbuild` has no side effects; the package's parts depend on each other one way (no import cycles)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import benchbuild
+
+PACKAGE = Path(benchbuild.__file__).parent
+HEAVY = ("torch", "transformers", "numba")
+
+
+def loaded_after(statement: str, program: str, folder: Path) -> list[str]:
+    """Which of HEAVY (and the zoo) a fresh interpreter holds after `statement`, run as `program`."""
+    code = (f"import sys\n{statement}\n"
+            f"print(*[name for name in {(*HEAVY, 'benchbuild.zoo')!r} if name in sys.modules])\n")
+    if program == "-c":
+        command = [sys.executable, "-c", code]
+    else:  # a script of that name: sys.argv[0] is the program's name
+        script = folder / program
+        script.write_text(code, encoding="utf-8")
+        command = [sys.executable, str(script)]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=folder, check=True)
+    return result.stdout.split()
+
+
+@pytest.mark.parametrize("program", ["-c", "benchbuild", "build_data.py"])
+@pytest.mark.parametrize("module", ["benchbuild.benchmark", "benchbuild.scan.build"])
+def test_the_dataset_side_loads_no_torch_transformers_or_numba(tmp_path, module, program):
+    assert loaded_after(f"import {module}", program, tmp_path) == []
+
+
+def test_importing_benchbuild_only_sets_the_version(tmp_path):
+    statement = "import benchbuild\nassert benchbuild.__all__ == ['__version__'] and benchbuild.__version__"
+    assert loaded_after(statement, "-c", tmp_path) == []
+
+
+def test_builders_configuration_readers_and_the_command_line_load_no_model_code(tmp_path):
+    statement = ("import benchbuild.nounadj.build, benchbuild.react.build, benchbuild.cli, benchbuild.toml_schema, "
+                 "benchbuild.recipe, benchbuild.cards, benchbuild.papers, benchbuild.evaluation.comp")
+    assert loaded_after(statement, "-c", tmp_path) == []
+
+
+def part_of(module: str) -> str:
+    """The top-level module or subpackage a module belongs to: benchbuild.zoo.catalogue -> benchbuild.zoo."""
+    return ".".join(module.split(".")[:2])
+
+
+def imports_between_parts() -> dict[str, dict[str, list[str]]]:
+    """part -> imported part -> the files that import it; imports inside functions count too."""
+    graph: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(("benchbuild", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "benchbuild":
+                targets = [f"benchbuild.{alias.name}" for alias in node.names if alias.name != "__version__"]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("benchbuild."):
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names if alias.name.startswith("benchbuild.")]
+            else:
+                continue
+            for target in targets:
+                if part_of(target) != part_of(module):
+                    graph[part_of(module)][part_of(target)].append(path.name)
+    return graph
+
+
+def test_no_two_parts_of_the_package_import_each_other_even_indirectly():
+    graph = imports_between_parts()
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            part = todo.pop()
+            if part == goal:
+                return True
+            if part not in seen:
+                seen.add(part)
+                todo.extend(graph.get(part, {}))
+        return False
+
+    cycles = [f"{a} -> {b} ({', '.join(files)}) -> ... -> {a}" for a in sorted(graph)
+              for b, files in sorted(graph[a].items()) if reaches(b, a)]
+    assert cycles == []
+
+
+def test_cards_evaluation_and_the_zoo_do_not_import_what_lies_downstream():
+    graph = imports_between_parts()
+    assert "benchbuild.benchmark" not in graph["benchbuild.cards"]
+    assert "benchbuild.nounadj" not in graph["benchbuild.evaluation"]
+    assert "benchbuild.training" not in graph["benchbuild.zoo"]
