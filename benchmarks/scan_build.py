@@ -11,6 +11,7 @@ from pathlib import Path
 
 from benchbuild.scan.build import build_scan
 from benchbuild.scan.grammar import generate
+from benchbuild.scan.parameters import ScanParameters
 from benchbuild.scan.splits import SPLITTINGS
 
 
@@ -23,7 +24,7 @@ def main() -> None:
 
     out = Path(tempfile.mkdtemp()) / "scan"
     start = time.perf_counter()
-    written = build_scan(out)
+    written = [benchmark.save(out / name) for name, benchmark in build_scan(ScanParameters())]
     total = time.perf_counter() - start
     shutil.rmtree(out.parent)
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")

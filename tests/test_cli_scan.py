@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -119,6 +120,18 @@ def test_recipe_runs_its_steps(tmp_path):
                       f'split = ["length", "template_right"]\nseed = 3\n')
     benchbuild("run", recipe, check=True)
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["length", "template_right"]
+
+
+def test_build_json_records_the_build_command_itself_whether_run_directly_or_by_a_recipe(tmp_path):
+    benchbuild("build-scan", "--out", tmp_path / "direct", "--split", "length", check=True)
+    assert read_build_info(tmp_path / "direct" / "length").command_line == shlex.join(
+        ["benchbuild", "build-scan", "--out", str(tmp_path / "direct"), "--split", "length"])
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(f'[[steps]]\ncommand = "build-scan"\n[steps.options]\nout = "{tmp_path / "recipe"}"\n'
+                      f'split = "length"\n')
+    benchbuild("run", recipe, check=True)
+    assert read_build_info(tmp_path / "recipe" / "length").command_line == shlex.join(
+        ["benchbuild", "build-scan", "--out", str(tmp_path / "recipe"), "--split", "length"])
 
 
 def test_recipe_passes_positional_arguments_by_their_parameter_name(tmp_path):

@@ -1,5 +1,6 @@
 """Build the noun–adjective order benchmark: stream a parallel corpus, parse only sentences holding a target noun,
-place each sentence by the split rules, check test references in French, and return a `Benchmark`.
+place each sentence by the split rules, check test references in French, and return a `Benchmark` (whose card's
+prose is in `data_cards/nounadj.md.j2`).
 
 Memory stays bounded on a 2-million-pair corpus: rows stream from the reader through the parser in line order, the
 train-eligible rows are written in Arrow record batches (to a work folder when one is given) and the validation
@@ -9,7 +10,6 @@ sample is taken in a second streaming pass over them; only test rows (a few hund
 from __future__ import annotations
 
 import sys
-import tempfile
 from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,13 +20,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts, Format
-from benchbuild.corpus import ENCODING_ERRORS, CorpusStats, ParallelInput
-from benchbuild.errors import BenchbuildError
+from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
+from benchbuild.corpus import CorpusStats, ParallelInput
 from benchbuild.nounadj.amod import noun_occurrences
-from benchbuild.nounadj.french import FrenchLemmatizer, find_pairing
+from benchbuild.french import FrenchLemmatizer, find_pairing
 from benchbuild.nounadj.pairs import PairsConfig, load_pairs
-from benchbuild.nounadj.parsers import DEFAULT_SPACY_MODEL, Parser, make_parser
+from benchbuild.nounadj.parameters import NounAdjParameters
+from benchbuild.nounadj.parsers import Parser, make_parser
 from benchbuild.nounadj.split import decide_sentence, validation_mask
 from benchbuild.progress import progress_bar
 
@@ -42,52 +42,8 @@ FEATURES = datasets.Features({
     "order": datasets.Value("string"),
     "reference_match": datasets.Value("bool"),
 })
-COLUMNS = {
-    "id": "`nounadj-<line>`: the corpus line (or dataset row) number, stable across rebuilds",
-    "source": "the English sentence",
-    "target": "the French reference",
-    "noun": "test only (null elsewhere): the English target noun (lemma)",
-    "adjective": "test only: the English adjective modifying it, from the other column of the pairs table",
-    "fr_noun": "test only: the French lemma of the noun",
-    "fr_adjective": "test only: the French lemma of the adjective",
-    "order": "test only: `forward` (adjective before the noun) or `backward` (after it), where the French adjective "
-             "should stand",
-    "reference_match": "test only: whether the French reference contains both French lemmas (fr_core_news_sm "
-                       "lemmas or regular inflections)",
-}
-CITATION = """@inproceedings{chaabouni-etal-2021-transformers,
-  title = {Can Transformers Jump Around Right in Natural Language? Assessing Performance Transfer from {SCAN}},
-  author = {Chaabouni, Rahma and Dess{\\`i}, Roberto and Kharitonov, Eugene},
-  booktitle = {Proceedings of the Fourth BlackboxNLP Workshop on Analyzing and Interpreting Neural Networks for NLP},
-  year = {2021},
-  publisher = {Association for Computational Linguistics}
-}"""
 _BATCH_ROWS = 8192
 _PROGRESS_EVERY = 2000
-
-
-@dataclass(frozen=True)
-class NounAdjOptions:
-    """The build parameters (the CLI's options); `n_process` and `batch_size` change speed, never the output."""
-
-    pairs_file: Path | None = None
-    parser: str = "spacy"
-    spacy_model: str = DEFAULT_SPACY_MODEL
-    stanza_dir: Path | None = None
-    n_process: int = 1
-    batch_size: int = 256
-    valid_fraction: float = 0.1
-    seed: int = 0
-    require_reference_match: bool = False
-    encoding_errors: str = "strict"
-
-    def check(self) -> None:
-        if not 0.0 <= self.valid_fraction < 1.0:
-            raise BenchbuildError(f"--valid-fraction must be in [0, 1), got {self.valid_fraction}")
-        if self.encoding_errors not in ENCODING_ERRORS:
-            raise BenchbuildError(f"--encoding-errors must be strict or replace, got {self.encoding_errors!r}")
-        if self.parser not in ("spacy", "stanza"):
-            raise BenchbuildError(f"--parser must be spacy or stanza, got {self.parser!r}")
 
 
 @dataclass
@@ -150,59 +106,44 @@ def train_row(line: int, source: str, target: str) -> dict[str, Any]:
             "fr_noun": None, "fr_adjective": None, "order": None, "reference_match": None}
 
 
-def build_noun_adj(corpus: ParallelInput, options: NounAdjOptions = NounAdjOptions(), *,
-                   workdir: Path | None = None, progress: bool = False, parser: Parser | None = None,
-                   french: FrenchLemmatizer | None = None) -> Benchmark:
-    """Build the benchmark from `corpus`. Input, pairs and models are all checked before the first line is parsed.
+def build_noun_adj(parameters: NounAdjParameters, *, workdir: Path | None = None, progress: bool = False,
+                   parser: Parser | None = None, french: FrenchLemmatizer | None = None) -> Benchmark:
+    """Build the benchmark. Input, pairs and models are all checked before the first line is parsed.
 
     `parser` and `french` may be given already loaded (to share models between builds); `workdir` holds the Arrow
     files of the large splits (they must outlive the returned Benchmark until it is saved).
     """
-    options.check()
-    pairs = load_pairs(options.pairs_file)
+    parameters.check()
+    pairs = load_pairs(parameters.pairs)
+    corpus = parameters.corpus()
     if corpus.hf is not None:  # a translation column is read by the pairs file's languages
         corpus = replace(corpus, source_lang=pairs.source_lang, target_lang=pairs.target_lang)
     total = corpus.validate()
     if parser is None:
-        parser = make_parser(options.parser, spacy_model=options.spacy_model, stanza_dir=options.stanza_dir,
-                             n_process=options.n_process, batch_size=options.batch_size, lang=pairs.source_lang)
+        parser = make_parser(parameters.parser, spacy_model=parameters.spacy_model, stanza_dir=parameters.stanza_dir,
+                             n_process=parameters.n_process, batch_size=parameters.batch_size, lang=pairs.source_lang)
     if french is None:
-        french = FrenchLemmatizer(batch_size=options.batch_size)
+        french = FrenchLemmatizer(batch_size=parameters.batch_size)
 
     stats, counts = CorpusStats(), BuildCounts()
     eligible = ArrowSink(workdir / "eligible.arrow" if workdir else None)
-    test_rows = _stream_corpus(corpus, options, pairs, parser, stats, counts, eligible, total, progress)
+    test_rows = _stream_corpus(corpus, parameters, pairs, parser, stats, counts, eligible, total, progress)
     test_rows = _check_references(test_rows, french, counts)
-    if options.require_reference_match:
+    if parameters.require_reference_match:
         test_rows = [row for row in test_rows if row["reference_match"]]
 
-    train, validation = _split_validation(eligible.finish(), options, workdir)
+    train, validation = _split_validation(eligible.finish(), parameters, workdir)
     if workdir is not None:  # its rows now live in train.arrow and validation.arrow: halve the disk used
         (workdir / "eligible.arrow").unlink()
     splits = {"train": train, "validation": validation,
               "test": datasets.Dataset(pa.Table.from_pylist(test_rows, schema=FEATURES.arrow_schema))}
-    info = BuildInfo.with_inputs(FAMILY, "noun-adjective-order", _parameters(options, pairs, parser, french),
-                                 options.seed, _input_files(corpus, options))
-    card = _card_facts(options, pairs, parser, french, stats, counts, test_rows, splits)
+    info = BuildInfo.with_inputs(FAMILY, "noun-adjective-order", _recorded(parameters, pairs, parser, french),
+                                 parameters.seed, _input_files(corpus, parameters))
+    card = _card_facts(pairs, stats, counts, test_rows, splits)
     return Benchmark.from_splits(splits, info, card, FEATURES)
 
 
-def build_noun_adj_to(out: Path, corpus: ParallelInput, options: NounAdjOptions = NounAdjOptions(), *,
-                      format: Format = "arrow", overwrite: bool = False, progress: bool = False) -> BuildInfo:
-    """Build and save atomically to `out`; the large splits live in a temporary work folder until saved.
-
-    Returns the saved BuildInfo (the Benchmark's splits are backed by the work folder, gone once this returns).
-    """
-    from benchbuild.atomic import check_writable
-
-    check_writable(Path(out), overwrite)
-    with tempfile.TemporaryDirectory(prefix="benchbuild-nounadj-") as work:
-        benchmark = build_noun_adj(corpus, options, workdir=Path(work), progress=progress)
-        benchmark.save(out, format=format, overwrite=overwrite)
-    return benchmark.info
-
-
-def _stream_corpus(corpus: ParallelInput, options: NounAdjOptions, pairs: PairsConfig, parser: Parser,
+def _stream_corpus(corpus: ParallelInput, parameters: NounAdjParameters, pairs: PairsConfig, parser: Parser,
                    stats: CorpusStats, counts: BuildCounts, eligible: ArrowSink, total: int | None,
                    progress: bool) -> list[dict[str, Any]]:
     """One pass in line order: non-candidates straight to train, candidates through the parser and the rules."""
@@ -214,7 +155,7 @@ def _stream_corpus(corpus: ParallelInput, options: NounAdjOptions, pairs: PairsC
     with progress_bar("noun–adjective: lines read", total, enabled=progress and sys.stderr.isatty()) as advance:
         def candidates() -> Iterator[tuple[str, tuple[int, str, str]]]:
             shown = 0
-            for read, (line, source, target) in enumerate(corpus.rows(encoding_errors=options.encoding_errors,
+            for read, (line, source, target) in enumerate(corpus.rows(encoding_errors=parameters.encoding_errors,
                                                                       stats=stats), start=1):
                 if read % _PROGRESS_EVERY == 0:
                     advance(amount=line - shown)
@@ -267,10 +208,10 @@ def _check_references(test_rows: list[dict[str, Any]], french: FrenchLemmatizer,
     return test_rows
 
 
-def _split_validation(eligible: datasets.Dataset, options: NounAdjOptions,
+def _split_validation(eligible: datasets.Dataset, parameters: NounAdjParameters,
                       workdir: Path | None) -> tuple[datasets.Dataset, datasets.Dataset]:
     """Exactly round(n × valid_fraction) seeded rows to validation, streaming over the eligible rows' batches."""
-    mask = validation_mask(len(eligible), options.valid_fraction, np.random.default_rng(options.seed))
+    mask = validation_mask(len(eligible), parameters.valid_fraction, np.random.default_rng(parameters.seed))
     train = ArrowSink(workdir / "train.arrow" if workdir else None)
     validation = ArrowSink(workdir / "validation.arrow" if workdir else None)
     offset = 0
@@ -282,54 +223,33 @@ def _split_validation(eligible: datasets.Dataset, options: NounAdjOptions,
     return train.finish(), validation.finish()
 
 
-def _parameters(options: NounAdjOptions, pairs: PairsConfig, parser: Parser,
-                french: FrenchLemmatizer) -> dict[str, Any]:
+def _recorded(parameters: NounAdjParameters, pairs: PairsConfig, parser: Parser,
+              french: FrenchLemmatizer) -> dict[str, Any]:
+    """The parameters build.json and the card list (the corpus is recorded by its fingerprints)."""
     return {
-        "pairs": str(options.pairs_file) if options.pairs_file else "Table 2 (default)",
+        "pairs": str(parameters.pairs) if parameters.pairs else "Table 2 (default)",
         "source_lang": pairs.source_lang,
         "target_lang": pairs.target_lang,
-        "parser": options.parser,
+        "parser": parameters.parser,
         "parser_model": parser.description,
         "french_model": french.description,
-        "valid_fraction": options.valid_fraction,
-        "require_reference_match": options.require_reference_match,
-        "encoding_errors": options.encoding_errors,
-        "n_process": options.n_process,
-        "batch_size": options.batch_size,
+        "valid_fraction": parameters.valid_fraction,
+        "require_reference_match": parameters.require_reference_match,
+        "encoding_errors": parameters.encoding_errors,
+        "n_process": parameters.n_process,
+        "batch_size": parameters.batch_size,
     }
 
 
-def _input_files(corpus: ParallelInput, options: NounAdjOptions) -> dict[str, Path]:
+def _input_files(corpus: ParallelInput, parameters: NounAdjParameters) -> dict[str, Path]:
     files = dict(corpus.files())
-    if options.pairs_file:
-        files[f"pairs: {Path(options.pairs_file).name}"] = Path(options.pairs_file)
+    if parameters.pairs:
+        files[f"pairs: {Path(parameters.pairs).name}"] = Path(parameters.pairs)
     return files
 
 
-def _card_facts(options: NounAdjOptions, pairs: PairsConfig, parser: Parser, french: FrenchLemmatizer,
-                stats: CorpusStats, counts: BuildCounts, test_rows: list[dict[str, Any]],
+def _card_facts(pairs: PairsConfig, stats: CorpusStats, counts: BuildCounts, test_rows: list[dict[str, Any]],
                 splits: dict[str, datasets.Dataset]) -> CardFacts:
-    backward = ", ".join(sorted(pairs.adjectives("backward")))
-    forward = ", ".join(sorted(pairs.adjectives("forward")))
-    rules = {
-        "parsing": f"every English sentence holding a form of a target noun is dependency-parsed ({parser.description}); "
-                   "for each occurrence of a target noun (a noun whose lemma or form is the noun, its plural or "
-                   "a listed form, so plurals count) the adjectives modifying it are its `amod` dependents and "
-                   "adjectives conjoined to them, compared by lemma. Sentences with no "
-                   "target-noun form are not parsed and go to train/validation.",
-        "train / validation": "sentences in which every target-noun occurrence has no adjective or only its own "
-                              "paired adjective, plus every unparsed sentence; "
-                              f"{options.valid_fraction:g} of them (seed {options.seed}) form validation.",
-        "test": f"sentences in which a backward-column noun is modified only by forward-column adjectives "
-                f"({forward}), or a forward-column noun only by backward-column adjectives ({backward}): pairings "
-                "never seen in train. The row's noun/adjective is the sentence's first such pairing. The French "
-                f"reference is checked with {french.description} for both French lemmas (`reference_match`)"
-                + ("; rows without a match are dropped (--require-reference-match)."
-                   if options.require_reference_match else "; all rows are kept."),
-        "neither split": "sentences where a target noun carries an adjective outside the table, or a table "
-                         "adjective that is neither its own nor only from the other column (e.g. an adjective of "
-                         "the same column, or its own adjective together with a swapped one).",
-    }
     card_counts = {
         "lines read": stats.pairs_read,
         "pairs dropped: empty or whitespace-only side": stats.empty_dropped,
@@ -350,20 +270,13 @@ def _card_facts(options: NounAdjOptions, pairs: PairsConfig, parser: Parser, fre
     per_pairing = Counter((row["noun"], row["adjective"], row["order"]) for row in test_rows)
     return CardFacts(
         pretty_name="Noun–adjective order (English→French)",
-        summary="Does a translation model put a French adjective on the right side of a noun it has seen with only "
-                "one other adjective? Built from an English–French parallel corpus after Chaabouni et al. (2021, "
-                "§4.2): in train each target noun appears only with its paired adjective (or none); test holds "
-                "the swapped pairings, whose French order is the other one. Score test predictions with COMP "
-                "(both French lemmas present) and order accuracy.",
-        rules=rules,
         languages=[pairs.source_lang, pairs.target_lang],
         license="other",
-        citation=CITATION,
         counts=card_counts,
         extra={
             "pairs": pairs.as_table(),
             "pairs_origin": pairs.origin,
-            "columns": COLUMNS,
+            "adjectives": {order: sorted(pairs.adjectives(order)) for order in ("backward", "forward")},
             "test_pairings": [{"noun": noun, "adjective": adjective, "order": order, "rows": rows}
                               for (noun, adjective, order), rows in sorted(per_pairing.items())],
             "train_pairings": [{"noun": pair.noun, "adjective": pair.adjective,
@@ -371,4 +284,3 @@ def _card_facts(options: NounAdjOptions, pairs: PairsConfig, parser: Parser, fre
                                for pair in pairs.pairs],
         },
     )
-

@@ -2,81 +2,32 @@
 
 normalize → OOV filter → n-gram dictionary → compositional degree → non-overlapping candidate pool (top by degree)
 → ensemble (zoo models trained with seeds 0…K−1) → beam decoding + reverse mutual information → drop the most
-uncertain, sample from the next band → export. Stages 1–5, the ensemble and the uncertainty scores are cached under
-`cache_dir` by their inputs and parameters, so a rerun resumes after the last finished stage.
+uncertain, sample from the next band → a `Benchmark` (whose card's prose is in `data_cards/react.md.j2`). Stages 1–5,
+the ensemble and the uncertainty scores are cached under `cache_dir` by their inputs and parameters, so a rerun
+resumes after the last finished stage.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from itertools import chain
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from benchbuild.atomic import check_writable
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
 from benchbuild.corpus import CorpusStats, ParallelInput
 from benchbuild.device import member_devices, resolve_device
 from benchbuild.errors import BenchbuildError
 from benchbuild.fingerprint import input_fingerprint
 from benchbuild.react.cache import StageCache, stage_key
-from benchbuild.react.degree import CHUNK_LINES, DegreeParameters, DegreeScorer
+from benchbuild.react.degree import CHUNK_LINES, DegreeScorer
 from benchbuild.react.normalize import Normalizer
+from benchbuild.react.parameters import ReactParameters
 from benchbuild.progress import progress_bar
 from benchbuild.react.selection import candidate_pool, select_by_uncertainty
 from benchbuild.react.stats import table2
-
-CITATION = """@inproceedings{zheng-lapata-2023-real,
-  title = {Real-World Compositional Generalization with Disentangled Sequence-to-Sequence Learning},
-  author = {Zheng, Hao and Lapata, Mirella},
-  booktitle = {Findings of the Association for Computational Linguistics: ACL 2023},
-  year = {2023}
-}"""
-NON_OVERLAPPING = ("a pool sentence is kept only if its normalized source occurs in none of the training, "
-                   "validation and in-domain test corpora and is not a repeat of an earlier pool sentence (the "
-                   "first occurrence is kept); this is how this build reads the paper's \"top 60,000 non-overlapping "
-                   "examples\"")
-
-
-@dataclass(frozen=True)
-class ReactParameters:
-    """Every option of `build-react` that shapes the benchmark (the card lists them all)."""
-
-    lowercase: bool = False
-    tokenize: str = "none"
-    source_lang: str = "de"
-    target_lang: str = "en"
-    min_word_count: int = 3
-    min_ngram_count: int = 4
-    max_ngram: int | None = None
-    pool_size: int = 60_000
-    ensemble_size: int = 10
-    ensemble_model: str = "transformer"
-    max_steps: int | None = None
-    architecture_overrides: dict[str, Any] = field(default_factory=dict)
-    recipe_overrides: dict[str, Any] = field(default_factory=dict)
-    beam: int = 5
-    batch_size: int = 64
-    drop_top: int = 2_000
-    band: int = 18_000
-    sample: int = 3_000
-    allow_small: bool = False
-    encoding_errors: str = "strict"
-
-    def degree(self) -> DegreeParameters:
-        return DegreeParameters(lowercase=self.lowercase, tokenize=self.tokenize, lang=self.source_lang,
-                                min_word_count=self.min_word_count, min_ngram_count=self.min_ngram_count,
-                                max_ngram=self.max_ngram)
-
-    def __post_init__(self) -> None:
-        if self.ensemble_size < 1:
-            raise BenchbuildError(f"--ensemble-size must be at least 1; got {self.ensemble_size}")
-        if self.pool_size < 1:
-            raise BenchbuildError(f"--pool-size must be at least 1; got {self.pool_size}")
-
 
 @dataclass
 class Corpus:
@@ -87,14 +38,6 @@ class Corpus:
     sources: list[str]
     targets: list[str]
     stats: CorpusStats
-
-
-@dataclass
-class ReactResult:
-    out: Path
-    counts: dict[str, int]
-    cache_hits: list[str]
-    cache_misses: list[str]
 
 
 def _read(corpus: ParallelInput, label: str, source: Normalizer, target: Normalizer, progress: bool,
@@ -120,21 +63,16 @@ def _fingerprints(inputs: dict[str, ParallelInput | None]) -> dict[str, str]:
     return prints
 
 
-def build_react(out: str | Path, train: ParallelInput, pools: Sequence[ParallelInput],
-                valid: ParallelInput | None = None, test: ParallelInput | None = None,
-                parameters: ReactParameters = ReactParameters(), *, seed: int = 0,
-                cache_dir: str | Path = ".benchbuild-cache/react", ensemble_dir: str | Path | None = None,
-                device: str = "auto", format: str = "arrow", overwrite: bool = False,
-                progress: bool = False) -> ReactResult:
-    """Build ReaCT into `out` (atomically); see the module docstring for the stages."""
-    out = Path(out)
-    check_writable(out, overwrite)
-    if not pools:
-        raise BenchbuildError("give at least one candidate pool (--pool-src/--pool-tgt)")
+def build_react(parameters: ReactParameters, *, cache: StageCache | None = None,
+                progress: bool = False) -> Benchmark:
+    """Build ReaCT (see the module docstring for the stages); `cache` (default: one at `parameters.cache_dir`) is read
+    and filled, and its `hits` say which stages this build reused."""
+    parameters.check()
+    train, pools, valid, test = parameters.train(), parameters.pools(), parameters.validation(), parameters.test()
     for corpus in (train, valid, test, *pools):
         if corpus is not None:
             corpus.validate()
-    cache = StageCache(cache_dir)
+    cache = cache if cache is not None else StageCache(parameters.cache_dir)
     source_norm = parameters.degree().normalizer()
     target_norm = Normalizer(parameters.lowercase, parameters.tokenize, parameters.target_lang)  # type: ignore[arg-type]
     normalization = {"source": source_norm.signature(), "target": target_norm.signature()}
@@ -160,16 +98,14 @@ def build_react(out: str | Path, train: ParallelInput, pools: Sequence[ParallelI
                              model=parameters.ensemble_model, size=parameters.ensemble_size,
                              max_steps=parameters.max_steps, architecture=parameters.architecture_overrides,
                              recipe=parameters.recipe_overrides)
-    members = cache.json(ensemble_key, lambda: _train_ensemble(cache.path(ensemble_key), ensemble_dir, corpora,
-                                                               parameters, device, progress))
+    members = cache.json(ensemble_key, lambda: _train_ensemble(cache.path(ensemble_key), corpora, parameters, progress))
 
     uncertainty_key = stage_key("uncertainty", candidates=candidates_key, ensemble=ensemble_key, beam=parameters.beam)
     sources = [row["source"] for row in candidates["rows"]]
-    uncertainty = cache.json(uncertainty_key, lambda: _uncertainty(members["run_dirs"], sources, parameters,
-                                                                   device, progress))
+    uncertainty = cache.json(uncertainty_key, lambda: _uncertainty(members["run_dirs"], sources, parameters, progress))
 
     selection = select_by_uncertainty(uncertainty["rmi"], parameters.drop_top, parameters.band, parameters.sample,
-                                      np.random.default_rng(seed), allow_small=parameters.allow_small)
+                                      np.random.default_rng(parameters.seed), allow_small=parameters.allow_small)
     rows = candidates["rows"]
     cg_test = [{"id": f"pool{rows[p]['pool']}-{rows[p]['line']:08d}", "source": rows[p]["source"],
                 "target": rows[p]["target"], "degree": rows[p]["degree"], "rmi": uncertainty["rmi"][p],
@@ -197,46 +133,18 @@ def build_react(out: str | Path, train: ParallelInput, pools: Sequence[ParallelI
     counts.update(selection.counts)
     statistics = table2([row["source"] for row in cg_test], training.sources, parameters.source_lang,
                         parameters.degree())
-    info = BuildInfo.with_inputs("react", "react", asdict(parameters), seed,
+    info = BuildInfo.with_inputs("react", "react", parameters.recorded(), parameters.seed,
                                  {f"{label}:{name}": path for label, corpus in inputs.items() if corpus is not None
                                   for name, path in corpus.files().items()})
     card = CardFacts(
         pretty_name="ReaCT (benchbuild build)",
-        summary=("ReaCT, a real-world compositional generalization test for machine translation (Zheng & Lapata, "
-                 "2023, §4): from a large pool, keep the in-vocabulary sentences with the highest n-gram "
-                 "compositional degree w.r.t. the training corpus, then the ones an ensemble of models trained on "
-                 "that corpus is most uncertain about (reverse mutual information), minus the noisiest."),
-        rules={
-            "normalization": f"both sides of every corpus: lowercase={parameters.lowercase}, "
-                             f"tokenize={parameters.tokenize} (source {parameters.source_lang}, target "
-                             f"{parameters.target_lang})",
-            "OOV filter": f"pool pairs whose source has a word seen fewer than {parameters.min_word_count} times in "
-                          "the training source are dropped",
-            "n-gram dictionary": f"every training-source n-gram occurring at least {parameters.min_ngram_count} "
-                                 "times" + (f", n ≤ {parameters.max_ngram}" if parameters.max_ngram else
-                                            ", no bound on n"),
-            "compositional degree": "fewest dictionary n-grams whose concatenation is the sentence / its tokens "
-                                    "(an out-of-dictionary token is a piece of its own); every row has `degree`",
-            "candidate pool": f"the non-overlapping (below) in-vocabulary pool sentences; the top "
-                              f"{parameters.pool_size:,} by degree (ties: pool order)",
-            "ensemble": f"{parameters.ensemble_size} × `{parameters.ensemble_model}` (MT recipe), seeds 0…"
-                        f"{parameters.ensemble_size - 1}, max_steps={parameters.max_steps}",
-            "uncertainty": f"beam {parameters.beam} over the members' mean distribution, then token-level reverse "
-                           "mutual information (Malinin & Gales, 2021) averaged over the hypothesis tokens",
-            "cg_test": f"rank by RMI, drop the top {parameters.drop_top:,}, sample {parameters.sample:,} (seed "
-                       f"{seed}) from ranks {selection.band[0]:,}–{selection.band[1]:,}; columns `rmi`, `rmi_rank`",
-            **{name: f"the {name} corpus, normalized" for name in ("train", "validation", "test") if name in splits},
-        },
         languages=[parameters.source_lang, parameters.target_lang],
         license="other: inherits the licenses of the input corpora (IWSLT14 / TED: CC BY-NC-ND; WMT14)",
-        citation=CITATION,
         counts=counts,
-        extra={"table2": statistics.rows(), "table2_skipped": statistics.skipped,
-               "shortfall": {"pool": candidates["shortfall"], "selection": selection.shortfall},
-               "non_overlapping": NON_OVERLAPPING},
+        extra={"band": selection.band, "table2": statistics.rows(), "table2_skipped": statistics.skipped,
+               "shortfall": {"pool": candidates["shortfall"], "selection": selection.shortfall}},
     )
-    Benchmark.from_splits(splits, info, card).save(out, format=format, overwrite=overwrite)  # type: ignore[arg-type]
-    return ReactResult(out=out, counts=counts, cache_hits=cache.hits, cache_misses=cache.misses)
+    return Benchmark.from_splits(splits, info, card)
 
 
 def _candidates(pools: Sequence[ParallelInput], corpora: dict[str, Corpus], scorer: DegreeScorer,
@@ -283,8 +191,8 @@ def _candidates(pools: Sequence[ParallelInput], corpora: dict[str, Corpus], scor
     return {"rows": rows, "counts": counts, "shortfall": pool.shortfall}
 
 
-def _train_ensemble(folder: Path, ensemble_dir: str | Path | None, corpora: dict[str, Corpus],
-                    parameters: ReactParameters, device: str, progress: bool) -> dict[str, Any]:
+def _train_ensemble(folder: Path, corpora: dict[str, Corpus], parameters: ReactParameters,
+                    progress: bool) -> dict[str, Any]:
     from benchbuild.training import train
 
     corpus_dir = folder / "corpus"
@@ -292,14 +200,13 @@ def _train_ensemble(folder: Path, ensemble_dir: str | Path | None, corpora: dict
                       for line, s, t in zip(corpus.lines, corpus.sources, corpus.targets)]
               for label, split, corpus in ((label, label, c) for label, c in corpora.items() if label != "test")}
     if not (corpus_dir / "build.json").is_file():
-        info = BuildInfo(family="react", name="react-ensemble-corpus", parameters={})
+        info = BuildInfo(family="generic", name="react-ensemble-corpus", parameters={})
         card = CardFacts(pretty_name="ReaCT ensemble training corpus", summary="The normalized training corpus.",
-                         rules={}, languages=[parameters.source_lang, parameters.target_lang], license="other",
-                         citation=CITATION)
+                         languages=[parameters.source_lang, parameters.target_lang], license="other")
         Benchmark.from_splits(splits, info, card).save(corpus_dir, overwrite=True)
-    members_dir = Path(ensemble_dir) if ensemble_dir is not None else folder / "members"
+    members_dir = Path(parameters.ensemble_dir) if parameters.ensemble_dir is not None else folder / "members"
     run_dirs = []
-    devices = member_devices(device, parameters.ensemble_size)
+    devices = member_devices(parameters.device, parameters.ensemble_size)
     for member in range(parameters.ensemble_size):
         run_dir = members_dir / f"member-{member}"
         if _complete(run_dir):
@@ -313,15 +220,16 @@ def _train_ensemble(folder: Path, ensemble_dir: str | Path | None, corpora: dict
 
 
 def _complete(run_dir: Path) -> bool:
-    run_file = run_dir / "run.json"
-    return run_file.is_file() and json.loads(run_file.read_text(encoding="utf-8")).get("status") == "complete"
+    from benchbuild.training.run_folder import RUN_FILE, read_run
+
+    return (run_dir / RUN_FILE).is_file() and read_run(run_dir).get("status") == "complete"
 
 
-def _uncertainty(run_dirs: Sequence[str], sources: Sequence[str], parameters: ReactParameters, device: str,
+def _uncertainty(run_dirs: Sequence[str], sources: Sequence[str], parameters: ReactParameters,
                  progress: bool) -> dict[str, Any]:
     from benchbuild.react.uncertainty import Ensemble, ensemble_rmi
 
-    ensemble = Ensemble.load(run_dirs, device=resolve_device(device))
+    ensemble = Ensemble.load(run_dirs, device=resolve_device(parameters.device))
     with progress_bar("ensemble uncertainty", len(sources), progress) as advance:
         rmi, _ = ensemble_rmi(ensemble, sources, beam=parameters.beam, batch_size=parameters.batch_size,
                               advance=advance)

@@ -23,8 +23,7 @@ class StageCache:
     """A folder of finished stages; `hits` and `misses` name the stages found and computed in this run."""
 
     def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = Path(folder)  # made when the first stage is stored: a build that fails its checks leaves none
         self.hits: list[str] = []
         self.misses: list[str] = []
 
@@ -40,6 +39,7 @@ class StageCache:
             return json.loads(path.read_text(encoding="utf-8"))
         self.misses.append(stage)
         value = compute()
+        self.folder.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".json.partial")
         partial.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
         os.replace(partial, path)

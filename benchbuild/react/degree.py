@@ -22,7 +22,7 @@ from typing import IO, Iterable, Iterator, Sequence
 import numpy as np
 
 from benchbuild.react.ngrams import EncodedLines, NgramDictionary, Vocabulary
-from benchbuild.react.normalize import Normalizer
+from benchbuild.react.parameters import DegreeParameters
 from benchbuild.progress import progress_bar
 
 CHUNK_LINES = 65_536
@@ -48,21 +48,6 @@ def compositional_degree(encoded: EncodedLines, dictionary: NgramDictionary) -> 
     lengths = encoded.lengths
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(lengths > 0, pieces / np.maximum(lengths, 1), np.nan)
-
-
-@dataclass(frozen=True)
-class DegreeParameters:
-    """Stages 1–4's options, shared by `benchbuild degree` and `benchbuild build-react`."""
-
-    lowercase: bool = False
-    tokenize: str = "none"
-    lang: str = "de"
-    min_word_count: int = 3
-    min_ngram_count: int = 4
-    max_ngram: int | None = None
-
-    def normalizer(self) -> Normalizer:
-        return Normalizer(lowercase=self.lowercase, tokenize=self.tokenize, lang=self.lang)  # type: ignore[arg-type]
 
 
 @dataclass

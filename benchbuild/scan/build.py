@@ -1,52 +1,22 @@
-"""Build SCAN benchmarks: generate the grammar's examples, apply each requested split rule, save each folder."""
+"""Build SCAN benchmarks: generate the grammar's examples and apply each requested split rule (or read the canonical
+files), one `Benchmark` per splitting; the card's prose is in `data_cards/scan.md.j2`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Iterator
 
 import datasets
 
-from benchbuild.atomic import check_writable
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
-from benchbuild.errors import BenchbuildError
 from benchbuild.progress import progress_bar
 from benchbuild.scan.grammar import Example, generate
-from benchbuild.scan.official import check_official, official_files, read_scan_file
+from benchbuild.scan.official import official_files, read_scan_file
+from benchbuild.scan.parameters import ScanParameters
 from benchbuild.scan.splits import SPLITTINGS, Splitting
 
 FEATURES = datasets.Features({"id": datasets.Value("string"), "source": datasets.Value("string"),
                               "target": datasets.Value("string")})
-
-CITATION = """@inproceedings{lake2018generalization,
-  title     = {Generalization without Systematicity: On the Compositional Skills of Sequence-to-Sequence Recurrent Networks},
-  author    = {Lake, Brenden M. and Baroni, Marco},
-  booktitle = {Proceedings of the 35th International Conference on Machine Learning},
-  year      = {2018}
-}"""
-CITATION_TEMPLATES = """@inproceedings{loula2018rearranging,
-  title     = {Rearranging the Familiar: Testing Compositional Generalization in Recurrent Networks},
-  author    = {Loula, Jo{\\~a}o and Baroni, Marco and Lake, Brenden},
-  booktitle = {Proceedings of the 2018 EMNLP Workshop BlackboxNLP},
-  year      = {2018}
-}"""
-CITATION_CUTOFF = """@inproceedings{csordas2021devil,
-  title     = {The Devil is in the Detail: Simple Tricks Improve Systematic Generalization of Transformers},
-  author    = {Csord{\\'a}s, R{\\'o}bert and Irie, Kazuki and Schmidhuber, J{\\"u}rgen},
-  booktitle = {Proceedings of EMNLP},
-  year      = {2021}
-}"""
-
-
-def resolve_names(names: Iterable[str] | None) -> list[str]:
-    """The requested splittings in canonical order; an unknown name lists the valid ones."""
-    if not names:
-        return list(SPLITTINGS)
-    unknown = [n for n in names if n not in SPLITTINGS]
-    if unknown:
-        raise BenchbuildError(f"unknown SCAN split {unknown[0]!r}; valid names: {', '.join(SPLITTINGS)}")
-    requested = set(names)
-    return [n for n in SPLITTINGS if n in requested]
 
 
 def rows(examples: list[Example], position: dict[str, int]) -> list[dict[str, str]]:
@@ -65,61 +35,41 @@ def rows(examples: list[Example], position: dict[str, int]) -> list[dict[str, st
 def load_official(root: Path, name: str) -> Splitting:
     files = official_files(name)
     assert files is not None
-    splits = {split: read_scan_file(root / relative) for split, relative in files.items()}
-    return Splitting(name=name, splits=splits,
-                     rules={split: f"the canonical file `{relative}` of the SCAN repository, as is"
-                            for split, relative in files.items()})
+    return Splitting(name=name, splits={split: read_scan_file(root / relative) for split, relative in files.items()},
+                     rules={})
 
 
 def benchmark_of(splitting: Splitting, position: dict[str, int], seed: int, official: Path | None) -> Benchmark:
     """A Splitting as a Benchmark with its BuildInfo and card facts."""
-    used_official = official is not None and official_files(splitting.name) is not None
-    inputs = {relative: official / relative for relative in official_files(splitting.name).values()} if used_official else {}
-    parameters = {"splitting": splitting.name, "source": "official files" if used_official else "grammar + rule"}
+    files = official_files(splitting.name) if official is not None else None
+    inputs = {relative: official / relative for relative in files.values()} if files else {}
+    parameters = {"splitting": splitting.name, "source": "official files" if files else "grammar + rule"}
     info = BuildInfo.with_inputs("scan", f"scan/{splitting.name}", parameters,
-                                 seed if splitting.sampled and not used_official else None, inputs)
-    citations = [CITATION]
-    if splitting.name.startswith(("template_", "filler_", "fewshot_")):
-        citations.append(CITATION_TEMPLATES)
-    if splitting.name.startswith("length_cutoff_"):
-        citations.append(CITATION_CUTOFF)
+                                 seed if splitting.sampled and not files else None, inputs)
     card = CardFacts(
         pretty_name=f"SCAN ({splitting.name})",
-        summary=(f"The `{splitting.name}` splitting of SCAN (Lake & Baroni, 2018): commands in a small English-like "
-                 f"language mapped to action sequences (`I_WALK I_LOOK I_RUN I_JUMP I_TURN_LEFT I_TURN_RIGHT`). "
-                 + ("The rows were read from the canonical SCAN files." if used_official else
-                    "Every row was generated by benchbuild from the SCAN grammar (002 App. A, Figure 4) and "
-                    "interpreted with its semantics (Figure 5); the split rule below decides where each row goes.")),
         rules=splitting.rules,
         languages=["en"],
         license="bsd-3-clause",
-        citation="\n\n".join(citations),
         counts=dict(splitting.counts),
-        extra={"sampled": splitting.sampled and not used_official, "official": used_official},
+        extra={"sampled": splitting.sampled and not files, "official": bool(files), "official_files": files or {}},
     )
     split_rows = {split: rows(examples, position) for split, examples in splitting.splits.items()}
     return Benchmark.from_splits(split_rows, info, card, features=FEATURES)
 
 
-def build_scan(out: str | Path, names: Iterable[str] | None = None, seed: int = 0, official: str | Path | None = None,
-               format: str = "arrow", overwrite: bool = False, progress: bool = False) -> list[Path]:
-    """Build each requested SCAN splitting as a benchmark folder `out/<name>`; returns the folders written."""
-    out = Path(out)
-    selected = resolve_names(names)
-    official_root = Path(official) if official is not None else None
-    if official_root is not None:
-        check_official(official_root, selected)
-    for name in selected:
-        check_writable(out / name, overwrite)
+def build_scan(parameters: ScanParameters, *, progress: bool = False) -> Iterator[tuple[str, Benchmark]]:
+    """Each requested SCAN splitting as `(name, Benchmark)`, in canonical order, built as it is asked for."""
+    parameters.check()
+    official = Path(parameters.official) if parameters.official is not None else None
+    names = parameters.names()
     examples = generate()
     position = {e.command: i for i, e in enumerate(examples)}
-    written = []
-    with progress_bar("SCAN splits", total=len(selected), enabled=progress) as advance:
-        for name in selected:
-            if official_root is not None and official_files(name) is not None:
-                splitting = load_official(official_root, name)
+    with progress_bar("SCAN splits", total=len(names), enabled=progress) as advance:
+        for name in names:
+            if official is not None and official_files(name) is not None:
+                splitting = load_official(official, name)
             else:
-                splitting = SPLITTINGS[name](examples, seed)
-            written.append(benchmark_of(splitting, position, seed, official_root).save(out / name, format, overwrite))
+                splitting = SPLITTINGS[name](examples, parameters.seed)
+            yield name, benchmark_of(splitting, position, parameters.seed, official)
             advance(name)
-    return written

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 import datasets
 import pytest
 
 from benchbuild.benchmark import load_splits
-from benchbuild.corpus import ParallelInput
-from benchbuild.nounadj.build import NounAdjOptions, build_noun_adj
-
-OPTIONS = NounAdjOptions(valid_fraction=0.5, seed=3)
+from benchbuild.nounadj.build import build_noun_adj
+from benchbuild.nounadj.parameters import NounAdjParameters
 
 
 @pytest.fixture(scope="module")
-def built(small_corpus_files, english_parser, french):
+def parameters(small_corpus_files) -> NounAdjParameters:
     en, fr = small_corpus_files
-    return build_noun_adj(ParallelInput(source=en, target=fr), OPTIONS, parser=english_parser, french=french)
+    return NounAdjParameters(en=en, fr=fr, valid_fraction=0.5, seed=3)
+
+
+@pytest.fixture(scope="module")
+def built(parameters, english_parser, french):
+    return build_noun_adj(parameters, parser=english_parser, french=french)
 
 
 def lines_of(dataset: datasets.Dataset) -> list[int]:
@@ -70,32 +74,31 @@ def test_all_splits_share_one_schema_with_nulls_outside_test(built):
     assert row["noun"] is None and row["order"] is None and row["reference_match"] is None
 
 
-def test_require_reference_match_drops_unmatched_test_rows(small_corpus_files, english_parser, french):
-    en, fr = small_corpus_files
-    options = NounAdjOptions(valid_fraction=0.5, seed=3, require_reference_match=True)
-    benchmark = build_noun_adj(ParallelInput(source=en, target=fr), options, parser=english_parser, french=french)
+def test_require_reference_match_drops_unmatched_test_rows(parameters, english_parser, french):
+    benchmark = build_noun_adj(replace(parameters, require_reference_match=True), parser=english_parser,
+                               french=french)
     assert lines_of(benchmark.splits["test"]) == [2, 4, 10, 11]
     assert benchmark.card.counts["test: rows dropped by --require-reference-match"] == 1
 
 
-def test_same_inputs_and_seed_give_identical_splits_whatever_the_batch_size(built, small_corpus_files, tmp_path,
+def test_same_inputs_and_seed_give_identical_splits_whatever_the_batch_size(built, parameters, tmp_path,
                                                                           english_parser, french):
-    en, fr = small_corpus_files
     from benchbuild.nounadj.parsers import SpacyParser
 
     small_batches = SpacyParser(nlp=english_parser.nlp, batch_size=2)
-    again = build_noun_adj(ParallelInput(source=en, target=fr), OPTIONS, workdir=tmp_path, parser=small_batches,
-                           french=french)
+    again = build_noun_adj(parameters, workdir=tmp_path, parser=small_batches, french=french)
     assert {n: s.fingerprint for n, s in again.info.splits.items()} == {n: s.fingerprint for n, s in built.info.splits.items()}
 
 
-def test_tsv_and_local_hf_inputs_give_the_same_rows(built, small_corpus, tmp_path, english_parser, french):
+def test_tsv_and_local_hf_inputs_give_the_same_rows(built, parameters, small_corpus, tmp_path, english_parser,
+                                                    french):
     tsv = tmp_path / "small.tsv"
     tsv.write_text("".join(f"{en}\t{fr}\n" for en, fr, _ in small_corpus), encoding="utf-8")
     folder = tmp_path / "hf"
     datasets.Dataset.from_dict({"translation": [{"en": en, "fr": fr} for en, fr, _ in small_corpus]}).save_to_disk(str(folder))
-    for corpus in (ParallelInput(tsv=tsv), ParallelInput(hf=str(folder))):
-        benchmark = build_noun_adj(corpus, OPTIONS, parser=english_parser, french=french)
+    for corpus in ({"tsv": tsv}, {"hf": str(folder)}):
+        benchmark = build_noun_adj(replace(parameters, en=None, fr=None, **corpus), parser=english_parser,
+                                   french=french)
         assert benchmark.info.splits["test"].fingerprint == built.info.splits["test"].fingerprint
         assert benchmark.info.splits["train"].fingerprint == built.info.splits["train"].fingerprint
 

@@ -12,7 +12,9 @@ from typer.testing import CliRunner
 
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
 from benchbuild.cli import app
+from benchbuild.errors import BenchbuildError
 from benchbuild.react.degree import DegreeParameters, DegreeScorer
+from benchbuild.react.parameters import ReactParameters
 from benchbuild.react.stats import novel_ngram_counts, table2
 
 BENCHBUILD = [str(Path(sys.executable).parent / "benchbuild")]
@@ -69,6 +71,28 @@ def test_misaligned_training_files_end_in_one_error_line_and_no_output(tmp_path)
     assert not (tmp_path / "out").exists()
 
 
+def test_build_react_parameters_are_checked_before_any_work(tmp_path):
+    src, tgt = _write(tmp_path / "a.de", ["a b"]), _write(tmp_path / "a.en", ["a b"])
+    corpus = {"train_src": src, "train_tgt": tgt}
+    with pytest.raises(BenchbuildError, match="give the training corpus"):
+        ReactParameters(pool_src=[src], pool_tgt=[tgt]).check()
+    with pytest.raises(BenchbuildError, match="2 --pool-src but 1 --pool-tgt: give them in pairs"):
+        ReactParameters(**corpus, pool_src=[src, src], pool_tgt=[tgt]).check()
+    with pytest.raises(BenchbuildError, match="--ensemble-set 'eval_every': expected KEY=VALUE"):
+        ReactParameters(**corpus, pool_src=[src], pool_tgt=[tgt], ensemble_set=["eval_every"]).check()
+    with pytest.raises(BenchbuildError, match="give at least one candidate pool"):
+        ReactParameters(**corpus).check()
+
+
+def test_build_react_records_the_options_that_shape_the_benchmark_not_where_it_ran():
+    parameters = ReactParameters(ensemble_architecture=["d_model=32"], ensemble_set=["eval_every=500"],
+                                 cache_dir=Path("elsewhere"), device="cpu", seed=4)
+    recorded = parameters.recorded()
+    assert recorded["architecture_overrides"] == {"d_model": 32} and recorded["recipe_overrides"] == {"eval_every": 500}
+    assert list(recorded)[:4] == ["lowercase", "tokenize", "source_lang", "target_lang"]
+    assert not {"cache_dir", "device", "ensemble_dir", "seed", "train_src", "pool_src"} & set(recorded)
+
+
 def test_bad_utf8_in_the_pool_names_file_and_line(tmp_path):
     train = _write(tmp_path / "train.txt", ["a b"] * 4)
     pool = tmp_path / "pool.txt"
@@ -104,8 +128,8 @@ def test_table2_counts_novel_pos_ngrams_with_the_english_model():
 def test_stats_command_prints_table2_for_a_benchmark_split(tmp_path):
     rows = lambda sources: [{"id": str(i), "source": s, "target": s, "degree": 0.5}  # noqa: E731
                             for i, s in enumerate(sources)]
-    info = BuildInfo(family="react", name="react", parameters={"source_lang": "de", "min_word_count": 3,
-                                                               "min_ngram_count": 4, "max_ngram": None})
+    info = BuildInfo(family="generic", name="react", parameters={"source_lang": "de", "min_word_count": 3,
+                                                                 "min_ngram_count": 4, "max_ngram": None})
     card = CardFacts(pretty_name="t", summary="t", rules={}, languages=["de", "en"], license="other", citation="-")
     Benchmark.from_splits({"train": rows(["a b c"] * 4), "cg_test": rows(["a b c a", "c b"])}, info, card).save(
         tmp_path / "bench")

@@ -1,0 +1,151 @@
+"""What `degree` and `build-react` are told (each field is its command-line option), and the corpora they name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional
+
+import typer
+
+from benchbuild.corpus import ParallelInput
+from benchbuild.errors import BenchbuildError
+from benchbuild.options import DeviceOption, EncodingErrorsOption, SeedOption, key_values
+from benchbuild.react.normalize import Normalizer
+
+LowercaseOption = Annotated[bool, typer.Option("--lowercase", help="Lowercase every corpus before comparing words.")]
+TokenizeOption = Annotated[Literal["moses", "none"], typer.Option(
+    "--tokenize", help="moses: sacremoses-tokenize every corpus; none: keep the files' whitespace tokens.")]
+MinWordCountOption = Annotated[int, typer.Option(
+    "--min-word-count", help="OOV filter: drop pool lines with a word seen fewer times in the training source.")]
+MinNgramCountOption = Annotated[int, typer.Option(
+    "--min-ngram-count", help="n-gram dictionary: n-grams seen at least this often in the training source.")]
+MaxNgramOption = Annotated[Optional[int], typer.Option(
+    "--max-ngram", help="Longest n-gram in the dictionary (default: no bound).")]
+
+
+@dataclass(frozen=True)
+class DegreeParameters:
+    """Stages 1–4's options, shared by `benchbuild degree` and `benchbuild build-react`."""
+
+    lowercase: LowercaseOption = False
+    tokenize: TokenizeOption = "none"
+    lang: Annotated[str, typer.Option("--lang", help="Language of both files (Moses tokenizer rules).")] = "de"
+    min_word_count: MinWordCountOption = 3
+    min_ngram_count: MinNgramCountOption = 4
+    max_ngram: MaxNgramOption = None
+
+    def normalizer(self) -> Normalizer:
+        return Normalizer(lowercase=self.lowercase, tokenize=self.tokenize, lang=self.lang)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ReactParameters:
+    """Every option of `build-react` but where and how to save: the corpora, the options that shape the benchmark
+    (`recorded()`: build.json and the card list them, with the seed), and where members are kept and run."""
+
+    train_src: Annotated[Optional[Path], typer.Option("--train-src", help="Training corpus, source side.")] = None
+    train_tgt: Annotated[Optional[Path], typer.Option("--train-tgt", help="Training corpus, target side.")] = None
+    train_hf: Annotated[Optional[str], typer.Option("--train-hf", help="Instead: a local HF dataset (translation column, train split).")] = None
+    pool_src: Annotated[Optional[list[Path]], typer.Option("--pool-src", help="Candidate pool, source side (repeatable).")] = None
+    pool_tgt: Annotated[Optional[list[Path]], typer.Option("--pool-tgt", help="Candidate pool, target side (repeatable, same order).")] = None
+    pool_hf: Annotated[Optional[list[str]], typer.Option("--pool-hf", help="Instead or as well: a local HF dataset (train split).")] = None
+    valid_src: Annotated[Optional[Path], typer.Option("--valid-src", help="Validation corpus, source side.")] = None
+    valid_tgt: Annotated[Optional[Path], typer.Option("--valid-tgt", help="Validation corpus, target side.")] = None
+    test_src: Annotated[Optional[Path], typer.Option("--test-src", help="In-domain test corpus, source side.")] = None
+    test_tgt: Annotated[Optional[Path], typer.Option("--test-tgt", help="In-domain test corpus, target side.")] = None
+    source_lang: Annotated[str, typer.Option("--source-lang", help="Source language (Moses rules, card, stats).")] = "de"
+    target_lang: Annotated[str, typer.Option("--target-lang", help="Target language.")] = "en"
+    lowercase: LowercaseOption = DegreeParameters.lowercase
+    tokenize: TokenizeOption = DegreeParameters.tokenize
+    min_word_count: MinWordCountOption = DegreeParameters.min_word_count
+    min_ngram_count: MinNgramCountOption = DegreeParameters.min_ngram_count
+    max_ngram: MaxNgramOption = DegreeParameters.max_ngram
+    pool_size: Annotated[int, typer.Option("--pool-size", help="Candidates kept, highest degree first.")] = 60_000
+    ensemble_size: Annotated[int, typer.Option("--ensemble-size", help="Ensemble members (seeds 0…K−1).")] = 10
+    ensemble_model: Annotated[str, typer.Option("--ensemble-model", help="Zoo model of the members.")] = "transformer"
+    ensemble_dir: Annotated[Optional[Path], typer.Option("--ensemble-dir", help="Where members are saved and reused.")] = None
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Step budget of each member (default: the recipe's).")] = None
+    ensemble_architecture: Annotated[Optional[list[str]], typer.Option(
+        "--ensemble-architecture", help="Override an architecture key of the members, KEY=VALUE (repeatable).")] = None
+    ensemble_set: Annotated[Optional[list[str]], typer.Option(
+        "--ensemble-set", help="Override a recipe key of the members, KEY=VALUE (repeatable).")] = None
+    beam: Annotated[int, typer.Option("--beam", min=1, help="Beam over the ensemble's mean distribution (1: greedy).")] = 5
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences decoded at once.")] = 64
+    drop_top: Annotated[int, typer.Option("--drop-top", help="Most uncertain candidates dropped as noise.")] = 2_000
+    band: Annotated[int, typer.Option("--band", help="Candidates after the dropped ones to sample from.")] = 18_000
+    sample: Annotated[int, typer.Option("--sample", help="Size of cg_test, sampled from the band.")] = 3_000
+    allow_small: Annotated[bool, typer.Option("--allow-small", help="Accept a pool or band smaller than asked (the card records it).")] = False
+    encoding_errors: EncodingErrorsOption = "strict"
+    cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Stage cache (resume after a crash or a changed later option).")] = Path(".benchbuild-cache/react")
+    device: DeviceOption("Where members train and score") = "auto"
+    seed: SeedOption = 0
+
+    @property
+    def architecture_overrides(self) -> dict[str, Any]:
+        return key_values(self.ensemble_architecture or [], "--ensemble-architecture")
+
+    @property
+    def recipe_overrides(self) -> dict[str, Any]:
+        return key_values(self.ensemble_set or [], "--ensemble-set")
+
+    def degree(self) -> DegreeParameters:
+        return DegreeParameters(lowercase=self.lowercase, tokenize=self.tokenize, lang=self.source_lang,
+                                min_word_count=self.min_word_count, min_ngram_count=self.min_ngram_count,
+                                max_ngram=self.max_ngram)
+
+    def train(self) -> ParallelInput:
+        corpus = self._corpus("train", self.train_src, self.train_tgt, self.train_hf, "train")
+        if corpus is None:
+            raise BenchbuildError("give the training corpus: --train-src and --train-tgt, or --train-hf")
+        return corpus
+
+    def pools(self) -> list[ParallelInput]:
+        """The candidate pools: each --pool-src/--pool-tgt pair in order, then each --pool-hf."""
+        sources, targets = self.pool_src or [], self.pool_tgt or []
+        if len(sources) != len(targets):
+            raise BenchbuildError(f"{len(sources)} --pool-src but {len(targets)} --pool-tgt: give them in pairs")
+        pools = [self._corpus("pool", source, target, None, "train") for source, target in zip(sources, targets)]
+        return pools + [self._corpus("pool", None, None, hf, "train") for hf in self.pool_hf or []]
+
+    def validation(self) -> ParallelInput | None:
+        return self._corpus("valid", self.valid_src, self.valid_tgt, None, "validation")
+
+    def test(self) -> ParallelInput | None:
+        return self._corpus("test", self.test_src, self.test_tgt, None, "test")
+
+    def check(self) -> None:
+        """Fail before any work on a missing or unpaired corpus, a malformed KEY=VALUE or an empty ensemble or pool."""
+        self.train()
+        pools = self.pools()
+        self.validation()
+        self.test()
+        self.architecture_overrides, self.recipe_overrides  # parsing them is the check of each KEY=VALUE
+        if self.ensemble_size < 1:
+            raise BenchbuildError(f"--ensemble-size must be at least 1; got {self.ensemble_size}")
+        if self.pool_size < 1:
+            raise BenchbuildError(f"--pool-size must be at least 1; got {self.pool_size}")
+        if not pools:
+            raise BenchbuildError("give at least one candidate pool (--pool-src/--pool-tgt)")
+
+    def recorded(self) -> dict[str, Any]:
+        """The options that shape the benchmark, as build.json and the card list them (the corpora are recorded by
+        their fingerprints; where members are kept and run changes nothing in the output)."""
+        return {
+            "lowercase": self.lowercase, "tokenize": self.tokenize, "source_lang": self.source_lang,
+            "target_lang": self.target_lang, "min_word_count": self.min_word_count,
+            "min_ngram_count": self.min_ngram_count, "max_ngram": self.max_ngram, "pool_size": self.pool_size,
+            "ensemble_size": self.ensemble_size, "ensemble_model": self.ensemble_model, "max_steps": self.max_steps,
+            "architecture_overrides": self.architecture_overrides, "recipe_overrides": self.recipe_overrides,
+            "beam": self.beam, "batch_size": self.batch_size, "drop_top": self.drop_top, "band": self.band,
+            "sample": self.sample, "allow_small": self.allow_small, "encoding_errors": self.encoding_errors,
+        }
+
+    def _corpus(self, label: str, source: Path | None, target: Path | None, hf: str | None,
+                split: str) -> ParallelInput | None:
+        if source is None and target is None and hf is None:
+            return None
+        if hf is None and (source is None or target is None):
+            raise BenchbuildError(f"--{label}-src and --{label}-tgt go together: give both files")
+        return ParallelInput(source=source, target=target, hf=hf, source_lang=self.source_lang,
+                             target_lang=self.target_lang, split=split)

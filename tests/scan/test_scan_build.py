@@ -1,0 +1,39 @@
+"""The SCAN builder: typed parameters in, one `(name, Benchmark)` per splitting out, nothing written."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchbuild.errors import BenchbuildError
+from benchbuild.scan.build import build_scan
+from benchbuild.scan.parameters import ScanParameters
+
+
+def test_each_requested_splitting_comes_out_in_canonical_order_and_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    built = list(build_scan(ScanParameters(split=["length", "simple"], seed=3)))
+    assert [name for name, _ in built] == ["simple", "length"]
+    simple, length = (benchmark for _, benchmark in built)
+    assert {name: len(split) for name, split in simple.splits.items()} == {"train": 16_728, "test": 4_182}
+    assert simple.info.seed == 3 and length.info.seed is None, "a deterministic rule records no seed"
+    assert simple.info.parameters == {"splitting": "simple", "source": "grammar + rule"}
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_splitting_fails_before_any_work_listing_the_valid_ones():
+    with pytest.raises(BenchbuildError, match="unknown SCAN split 'simpel'; valid names: simple, simple_p1"):
+        ScanParameters(split=["simpel"]).check()
+
+
+def test_no_splitting_named_means_all_of_them():
+    names = ScanParameters().names()
+    assert len(names) == 115 and names[0] == "simple" and names[-1] == "fewshot_num1024_rep5"
+
+
+@pytest.mark.shared
+def test_official_files_are_read_as_is_and_the_card_names_them(shared_data, tmp_path):
+    [(name, benchmark)] = build_scan(ScanParameters(split=["length"], official=shared_data / "scan"))
+    assert name == "length" and benchmark.info.parameters["source"] == "official files"
+    card = (benchmark.save(tmp_path / "length") / "README.md").read_text(encoding="utf-8")
+    assert "- **train**: the canonical file `length_split/tasks_train_length.txt` of the SCAN repository, as is" in card
+    assert "The rows were read from the canonical SCAN files." in card
