@@ -10,6 +10,7 @@ from typing import Any, Iterable, Mapping, Protocol
 
 import datasets
 import jinja2
+import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
 
@@ -68,11 +69,25 @@ def split_statistics(benchmark: CardSubject) -> dict[str, dict[str, Any]]:
     return stats
 
 
+def arrow_num_bytes(dataset: datasets.Dataset) -> int:
+    """The size of a split as an Arrow IPC stream: the Hub's `num_bytes`, a function of the rows and schema only (not
+    of how the table happens to be chunked or mapped in memory), so the same build gives the same card."""
+    table, window = dataset.data.table, 65_536
+    sink = pa.MockOutputStream()  # counts the bytes, keeps none
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        # Fixed windows, each copied into fresh arrays (`take`): memory stays bounded, and the size depends neither
+        # on how the table is chunked nor on slice offsets (a zero-copy slice can serialize a few bytes differently).
+        for start in range(0, table.num_rows, window):
+            writer.write_table(table.take(pa.array(range(start, min(start + window, table.num_rows)), pa.int64())))
+    return sink.size()
+
+
 def front_matter(benchmark: CardSubject) -> dict[str, Any]:
     """The Hugging Face YAML header: pretty_name, license, language, task_categories, sizes, configs, dataset_info."""
     splits = benchmark.splits
     total = sum(len(d) for d in splits.values())
     first = next(iter(splits.values()))
+    sizes = {name: arrow_num_bytes(dataset) for name, dataset in splits.items()}
     return {
         "pretty_name": benchmark.card.pretty_name,
         "license": benchmark.card.license,
@@ -86,7 +101,9 @@ def front_matter(benchmark: CardSubject) -> dict[str, Any]:
         }],
         "dataset_info": {
             "features": [{"name": name, "dtype": _arrow_dtype(feature)} for name, feature in first.features.items()],
-            "splits": [{"name": name, "num_examples": len(d)} for name, d in splits.items()],
+            "splits": [{"name": name, "num_bytes": size, "num_examples": len(splits[name])}
+                       for name, size in sizes.items()],
+            "dataset_size": sum(sizes.values()),
         },
     }
 

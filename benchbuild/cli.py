@@ -91,7 +91,7 @@ def build_scan_command(
 
 @app.command("run")
 def run_command(
-    recipe: Annotated[Path, typer.Argument(help="A pipeline TOML: [[steps]] tables, each a command and its options.")],
+    recipe: Annotated[Path, typer.Argument(help="A pipeline TOML: \\[\\[steps]] tables, each a command and its options.")],
 ) -> None:
     """Run a pipeline recipe: each step is a benchbuild command with its options (checked before anything runs)."""
     _run_recipe(recipe, stack=())
@@ -210,9 +210,11 @@ def train_command(
 ) -> None:
     """Train a zoo model on a benchmark; a re-run with the same arguments resumes from the last checkpoint."""
     from benchbuild.training.loop import train
+    from benchbuild.zoo.recipe import TrainingRecipe
 
+    overrides = TrainingRecipe.checked_overrides(key_values(recipe_set or [], "--set"), "--set")
     result = train(model, data, out_dir, seed=seed, max_steps=max_steps, max_minutes=max_minutes, device=device,
-                   recipe=recipe, overrides=key_values(recipe_set or [], "--set"),
+                   recipe=recipe, overrides=overrides,
                    validation_split=validation_split, overwrite=overwrite)
     resumed = f" (resumed from step {result.resumed_from})" if result.resumed_from is not None else ""
     accuracy = "n/a" if result.validation_exact_match is None else f"{result.validation_exact_match:.2f}%"
@@ -288,6 +290,7 @@ def degree_command(
     """Compositional degree (001 §4) of every pool line w.r.t. a training corpus, as a TSV (line, degree)."""
     from benchbuild.react.degree import write_degree_table
 
+    parameters.check()
     counts = write_degree_table(train_src, pool, out_file, parameters, overwrite=overwrite, progress=True,
                                 encoding_errors=encoding_errors)
     console.print(f"scored {counts['scored']:,} of {counts['lines']:,} lines "

@@ -74,6 +74,22 @@ def option_parameters(cls: type) -> list[inspect.Parameter]:
     return parameters
 
 
+def check_ranges(parameters: Any) -> None:
+    """Raise a BenchbuildError naming the option of the first field of `parameters` (a parameters dataclass) whose
+    value lies outside its declared `min`/`max`: the command line's range check, for values built in Python too."""
+    hints = typing.get_type_hints(type(parameters), include_extras=True)
+    for field in dataclasses.fields(parameters):
+        option = next(meta for meta in hints[field.name].__metadata__ if isinstance(meta, OptionInfo))
+        value = getattr(parameters, field.name)
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        name = option.param_decls[0] if option.param_decls else f"--{field.name.replace('_', '-')}"
+        if option.min is not None and value < option.min:
+            raise BenchbuildError(f"{name} must be at least {option.min}; got {value}")
+        if option.max is not None and value > option.max:
+            raise BenchbuildError(f"{name} must be at most {option.max}; got {value}")
+
+
 def with_parameters(command: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a Typer command: its parameter annotated with a parameters dataclass becomes that dataclass's
     options, in its place, and the command receives the dataclass instance built from their values."""

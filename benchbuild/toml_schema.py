@@ -68,6 +68,20 @@ def check_table(schema: type, table: Any, file: str, section: str | None = None,
     return {key: _typed(value, hints[key], file, section, key) for key, value in table.items()}
 
 
+def check_overrides(schema: type, values: Mapping[str, Any], option: str, *, noun: str = "key") -> dict[str, Any]:
+    """KEY=VALUE overrides of `schema`'s fields given on the command line as `option`, checked like a TOML table's
+    keys (`check_table`, not complete) but named as what the user typed: `--set batch_size must be an integer, not 2.5`."""
+    hints = typing.get_type_hints(schema)
+    check_keys(values, [f.name for f in dataclasses.fields(schema) if f.init], option, noun=noun)
+    checked = {}
+    for key, value in values.items():
+        try:
+            checked[key] = _typed(value, hints[key], option, None, key)
+        except BenchbuildError:
+            raise BenchbuildError(f"{option} {key} must be {_describe(hints[key])}, not {value!r}") from None
+    return checked
+
+
 def from_table(schema: type[Schema], table: Any, file: str, section: str | None = None, *,
                noun: str = "key") -> Schema:
     """An instance of the dataclass `schema` from a complete table; the schema's own checks name the file too."""
@@ -146,6 +160,8 @@ def _typed(value: Any, annotation: Any, file: str, section: str | None, key: str
 
 
 def _describe(annotation: Any) -> str:
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        return " or ".join(_describe(option) for option in typing.get_args(annotation) if option is not type(None))
     names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
     if annotation in names:
         return names[annotation]

@@ -64,7 +64,10 @@ def test_card_starts_with_front_matter_and_states_rules_counts_and_provenance(tm
     assert text.startswith("---\n")
     header = yaml.safe_load(text.split("---\n")[1])
     assert header["pretty_name"] == "Toy" and header["license"] == "mit"
-    assert header["dataset_info"]["splits"] == [{"name": "train", "num_examples": 2}, {"name": "test", "num_examples": 1}]
+    splits = header["dataset_info"]["splits"]
+    assert [(s["name"], s["num_examples"]) for s in splits] == [("train", 2), ("test", 1)]
+    assert all(s["num_bytes"] > 0 for s in splits)
+    assert header["dataset_info"]["dataset_size"] == sum(s["num_bytes"] for s in splits)
     assert {"split": "train", "path": "train/data-*.arrow"} in header["configs"][0]["data_files"]
     for section in ("## Summary", "## How it was built", "## Statistics", "## Provenance", "## Citation"):
         assert section in text

@@ -9,19 +9,20 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from benchbuild.corpus import ParallelInput
+from benchbuild.device import resolve_device
 from benchbuild.errors import BenchbuildError
-from benchbuild.options import DeviceOption, EncodingErrorsOption, SeedOption, key_values
+from benchbuild.options import DeviceOption, EncodingErrorsOption, SeedOption, check_ranges, key_values
 from benchbuild.react.normalize import Normalizer
 
 LowercaseOption = Annotated[bool, typer.Option("--lowercase", help="Lowercase every corpus before comparing words.")]
 TokenizeOption = Annotated[Literal["moses", "none"], typer.Option(
     "--tokenize", help="moses: sacremoses-tokenize every corpus; none: keep the files' whitespace tokens.")]
 MinWordCountOption = Annotated[int, typer.Option(
-    "--min-word-count", help="OOV filter: drop pool lines with a word seen fewer times in the training source.")]
+    "--min-word-count", min=0, help="OOV filter: drop pool lines with a word seen fewer times in the training source.")]
 MinNgramCountOption = Annotated[int, typer.Option(
-    "--min-ngram-count", help="n-gram dictionary: n-grams seen at least this often in the training source.")]
+    "--min-ngram-count", min=1, help="n-gram dictionary: n-grams seen at least this often in the training source.")]
 MaxNgramOption = Annotated[Optional[int], typer.Option(
-    "--max-ngram", help="Longest n-gram in the dictionary (default: no bound).")]
+    "--max-ngram", min=1, help="Longest n-gram in the dictionary (default: no bound).")]
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,10 @@ class DegreeParameters:
     min_word_count: MinWordCountOption = 3
     min_ngram_count: MinNgramCountOption = 4
     max_ngram: MaxNgramOption = None
+
+    def check(self) -> None:
+        """Fail before any work on an option out of its declared range."""
+        check_ranges(self)
 
     def normalizer(self) -> Normalizer:
         return Normalizer(lowercase=self.lowercase, tokenize=self.tokenize, lang=self.lang)  # type: ignore[arg-type]
@@ -61,20 +66,20 @@ class ReactParameters:
     min_word_count: MinWordCountOption = DegreeParameters.min_word_count
     min_ngram_count: MinNgramCountOption = DegreeParameters.min_ngram_count
     max_ngram: MaxNgramOption = DegreeParameters.max_ngram
-    pool_size: Annotated[int, typer.Option("--pool-size", help="Candidates kept, highest degree first.")] = 60_000
-    ensemble_size: Annotated[int, typer.Option("--ensemble-size", help="Ensemble members (seeds 0…K−1).")] = 10
+    pool_size: Annotated[int, typer.Option("--pool-size", min=1, help="Candidates kept, highest degree first.")] = 60_000
+    ensemble_size: Annotated[int, typer.Option("--ensemble-size", min=1, help="Ensemble members (seeds 0…K−1).")] = 10
     ensemble_model: Annotated[str, typer.Option("--ensemble-model", help="Zoo model of the members.")] = "transformer"
     ensemble_dir: Annotated[Optional[Path], typer.Option("--ensemble-dir", help="Where members are saved and reused.")] = None
-    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Step budget of each member (default: the recipe's).")] = None
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", min=1, help="Step budget of each member (default: the recipe's).")] = None
     ensemble_architecture: Annotated[Optional[list[str]], typer.Option(
         "--ensemble-architecture", help="Override an architecture key of the members, KEY=VALUE (repeatable).")] = None
     ensemble_set: Annotated[Optional[list[str]], typer.Option(
         "--ensemble-set", help="Override a recipe key of the members, KEY=VALUE (repeatable).")] = None
     beam: Annotated[int, typer.Option("--beam", min=1, help="Beam over the ensemble's mean distribution (1: greedy).")] = 5
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences decoded at once.")] = 64
-    drop_top: Annotated[int, typer.Option("--drop-top", help="Most uncertain candidates dropped as noise.")] = 2_000
-    band: Annotated[int, typer.Option("--band", help="Candidates after the dropped ones to sample from.")] = 18_000
-    sample: Annotated[int, typer.Option("--sample", help="Size of cg_test, sampled from the band.")] = 3_000
+    drop_top: Annotated[int, typer.Option("--drop-top", min=0, help="Most uncertain candidates dropped as noise.")] = 2_000
+    band: Annotated[int, typer.Option("--band", min=1, help="Candidates after the dropped ones to sample from.")] = 18_000
+    sample: Annotated[int, typer.Option("--sample", min=1, help="Size of cg_test, sampled from the band.")] = 3_000
     allow_small: Annotated[bool, typer.Option("--allow-small", help="Accept a pool or band smaller than asked (the card records it).")] = False
     encoding_errors: EncodingErrorsOption = "strict"
     cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Stage cache (resume after a crash or a changed later option).")] = Path(".benchbuild-cache/react")
@@ -87,7 +92,9 @@ class ReactParameters:
 
     @property
     def recipe_overrides(self) -> dict[str, Any]:
-        return key_values(self.ensemble_set or [], "--ensemble-set")
+        from benchbuild.zoo.recipe import TrainingRecipe
+
+        return TrainingRecipe.checked_overrides(key_values(self.ensemble_set or [], "--ensemble-set"), "--ensemble-set")
 
     def degree(self) -> DegreeParameters:
         return DegreeParameters(lowercase=self.lowercase, tokenize=self.tokenize, lang=self.source_lang,
@@ -115,18 +122,25 @@ class ReactParameters:
         return self._corpus("test", self.test_src, self.test_tgt, None, "test")
 
     def check(self) -> None:
-        """Fail before any work on a missing or unpaired corpus, a malformed KEY=VALUE or an empty ensemble or pool."""
+        """Fail before any work on a missing or unpaired corpus, a malformed KEY=VALUE, an option out of its declared
+        range or inconsistent with another (--sample above --band; --drop-top plus --band above --pool-size without
+        --allow-small), or a --device this machine does not have."""
+        check_ranges(self)
         self.train()
         pools = self.pools()
         self.validation()
         self.test()
         self.architecture_overrides, self.recipe_overrides  # parsing them is the check of each KEY=VALUE
-        if self.ensemble_size < 1:
-            raise BenchbuildError(f"--ensemble-size must be at least 1; got {self.ensemble_size}")
-        if self.pool_size < 1:
-            raise BenchbuildError(f"--pool-size must be at least 1; got {self.pool_size}")
         if not pools:
             raise BenchbuildError("give at least one candidate pool (--pool-src/--pool-tgt)")
+        if self.sample > self.band:
+            raise BenchbuildError(f"--sample {self.sample:,} is larger than --band {self.band:,}: the sample is drawn "
+                                  "from the band (--sample must be at most --band)")
+        if self.drop_top + self.band > self.pool_size and not self.allow_small:
+            raise BenchbuildError(f"--drop-top {self.drop_top:,} plus --band {self.band:,} is more than --pool-size "
+                                  f"{self.pool_size:,} candidates: lower --drop-top/--band, raise --pool-size, or pass "
+                                  "--allow-small")
+        resolve_device(self.device)  # a GPU asked for on a machine without one fails here, not after stages 1-5
 
     def recorded(self) -> dict[str, Any]:
         """The options that shape the benchmark, as build.json and the card list them (the corpora are recorded by

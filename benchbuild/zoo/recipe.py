@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 import typing
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.toml_schema import check_overrides
 
 RecipeFamily = Literal["scan", "mt"]
 RECIPE_FAMILIES: tuple[str, ...] = typing.get_args(RecipeFamily)
@@ -58,6 +59,11 @@ class TrainingRecipe:
             raise BenchbuildError(f"recipe key 'label_smoothing' must be in [0, 1); got {self.label_smoothing}")
         if self.bpe_vocab_size is not None and self.bpe_vocab_size <= 4:
             raise BenchbuildError(f"recipe key 'bpe_vocab_size' must exceed 4; got {self.bpe_vocab_size}")
+
+    @classmethod
+    def checked_overrides(cls, overrides: Mapping[str, Any], option: str) -> dict[str, Any]:
+        """Recipe keys given as command-line option `option` (`--set KEY=VALUE`): each a field, of the field's type."""
+        return check_overrides(cls, overrides, option, noun="recipe key")
 
     @property
     def tokenizer_kind(self) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 from transformers import AutoModelForSeq2SeqLM
@@ -17,10 +15,8 @@ BY_NAME = pytest.mark.parametrize("entry", ENTRIES, ids=[e.name for e in ENTRIES
 @BY_NAME
 def test_learns_thirty_scan_rows_to_full_exact_match(entry, scan_rows):
     model = tiny_model(entry, len(scan_rows.vocabulary))
-    started = time.perf_counter()
     accuracy, steps = train_until_exact(model, scan_rows)
     assert accuracy == 1.0, f"{entry.name}: {accuracy:.0%} after {steps} steps"
-    assert time.perf_counter() - started < 60
     assert exact_match(model, scan_rows, num_beams=3) == 1.0
 
 
