@@ -1,38 +1,61 @@
-"""Compound translation error rate (CTER) of CoGnition (Li et al. 2021; 004 §3.1), from an atom lexicon.
+"""Compound translation error rate (CTER) of CoGnition (Li et al. 2021; 004 §3.1), as the official evaluator scores it.
+
+This reimplements the rules of CoGnition's `eval/eval.py` (github.com/yafuly/CoGnition, read at commit
+f2f980af0b04b98948a97a90a1bb347a2fcd9e5d); tests/evaluation/test_eval_cter_official.py pins its numbers.
 
 A compound (`[VERB|PREP] DET [ADJ] NOUN [MOD]`, e.g. `lost the dog he liked`) is translated correctly in one
-sentence when every atom that has a lexicon translation appears in the prediction (any of its `/`-separated
-translations) and the determiner, adjective and modifier translations come before the noun's, as Chinese
-orders them. Instance CTER: the share of sentences whose compound is wrong. Aggregate CTER: the share of
-compounds (each appears in 5 contexts) with at least one wrong sentence.
+sentence when
+- every atom is found in the prediction: some `/`-separated lexicon alternative occurs in it. An atom whose whole
+  entry is `/` (`the`, `on`) needs no translation; an empty alternative (`liked<TAB>喜欢/`) occurs everywhere, so
+  such an atom always counts as translated;
+- the determiner, adjective and modifier come before the noun, as Chinese orders them: the first occurrence of
+  any of the atom's alternatives precedes the last occurrence of any of the noun's. The modifier is exempt when
+  the compound has a verb, since a modifier of a verb phrase may attach to the verb (`bought the car at the
+  store`).
+Instance CTER: the share of sentences whose compound is wrong. Aggregate CTER: the test set lists each compound
+in 5 consecutive contexts; the share of those groups of 5 lines with at least one wrong line.
 
-Matching is on text with whitespace removed, so tokenized (`他 喜欢 的 狗`) and raw Chinese score alike.
+Predictions are matched after removing BPE joiners (`@@ `) and spaces, so tokenized (`他 喜欢 的 狗`) and raw
+Chinese score alike.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 from benchbuild.errors import BenchbuildError
 
-DETERMINERS = frozenset({"the", "every", "any", "another", "each"})
+CONTEXTS_PER_COMPOUND = 5
 # The lexicon names CoGnition's three modifier phrases by placeholder; these are their English forms.
 MOD_PHRASES: Mapping[str, str] = {"he liked": "mod0", "at the store": "mod1", "on the floor": "mod2"}
+# CoGnition's atoms by role, as the official evaluator lists them.
+ATOMS_BY_ROLE: Mapping[str, tuple[str, ...]] = {
+    "PREP": ("about", "around", "before", "behind", "except", "for", "from", "inside", "like", "near", "on", "to",
+             "toward", "towards", "under", "with", "without"),
+    "VERB": ("asked", "visited", "heard", "lost", "hated", "stopped", "woke", "found", "watched", "took", "saw",
+             "told", "caught", "liked", "left", "gave", "invited", "met", "chose"),
+    "DET": ("the", "every", "any", "another", "each"),
+    "ADJ": ("small", "red", "dirty", "lazy", "smart", "large", "special", "silly", "quiet", "empty", "fake"),
+    "NOUN": ("dog", "doctor", "sandwich", "hat", "waiter", "lawyer", "peanut", "farmer", "car", "girl", "boyfriend",
+             "child", "chair", "building", "clown", "bee", "apartment", "farm", "airplane"),
+    "MOD": tuple(MOD_PHRASES.values()),
+}
+ATOM_ROLES: Mapping[str, str] = {word: role for role, words in ATOMS_BY_ROLE.items() for word in words}
 ORDERED_ROLES = ("DET", "ADJ", "MOD")
 
 
 @dataclass(frozen=True)
 class Atom:
-    role: str  # HEAD (verb or preposition), DET, ADJ, NOUN or MOD
+    role: str  # PREP, VERB, DET, ADJ, NOUN or MOD
     word: str  # the lexicon key: an English word, or mod0/mod1/mod2
 
 
 @dataclass
 class Lexicon:
-    """Atom -> its accepted translations (empty when the atom may go untranslated, like `the`)."""
+    """Atom -> its accepted translations, empty alternatives kept; `()` when the atom needs none (entry `/`)."""
 
     translations: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -44,78 +67,63 @@ class Lexicon:
 
 
 def read_lexicon(path: str | Path) -> Lexicon:
-    """Read `atom<TAB>translation/translation/...` lines; an atom listed twice accepts both lines' translations."""
+    """Read `atom<TAB>translation/translation/...` lines; an atom listed twice keeps its last line, as officially."""
     path = Path(path)
     if not path.is_file():
         raise BenchbuildError(f"{path}: no such lexicon file")
-    translations: dict[str, list[str]] = OrderedDict()
+    translations: dict[str, tuple[str, ...]] = {}
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
-        parts = line.split("\t")
+        parts = line.strip().split("\t")
         if len(parts) != 2 or not parts[0].strip():
             raise BenchbuildError(f"{path}, line {number}: expected 'atom<TAB>translation/translation...', got {line!r}")
-        options = translations.setdefault(parts[0].strip(), [])
-        for option in parts[1].split("/"):
-            option = _squash(option)
-            if option and option not in options:
-                options.append(option)
-    return Lexicon({atom: tuple(options) for atom, options in translations.items()})
+        translations[parts[0]] = () if parts[1] == "/" else tuple(parts[1].split("/"))
+    return Lexicon(translations)
 
 
 def parse_compound(compound: str, lexicon: Lexicon) -> list[Atom]:
-    """The atoms of a CoGnition compound in English order, each with its syntactic role."""
-    words = compound.split()
-    mod = None
+    """The atoms of a CoGnition compound in English order, each with its role from `ATOM_ROLES`."""
     for phrase, placeholder in MOD_PHRASES.items():
-        if compound.endswith(" " + phrase):
-            mod, words = Atom("MOD", placeholder), compound[: -len(phrase) - 1].split()
-            break
+        compound = compound.replace(phrase, placeholder)
     atoms = []
-    if words and words[0] not in DETERMINERS:
-        atoms.append(Atom("HEAD", words[0]))
-        words = words[1:]
-    if len(words) < 2 or words[0] not in DETERMINERS or len(words) > 3:
+    for word in compound.split():
+        if word not in ATOM_ROLES:
+            raise ValueError(f"compound {compound!r}: {word!r} is none of CoGnition's atoms")
+        if word not in lexicon:
+            raise ValueError(f"compound {compound!r}: atom {word!r} is not in the lexicon")
+        atoms.append(Atom(ATOM_ROLES[word], word))
+    roles = [atom.role for atom in atoms]
+    if len(set(roles)) != len(roles) or "NOUN" not in roles:
         raise ValueError(f"compound {compound!r} is not [VERB|PREP] DET [ADJ] NOUN [MOD]")
-    atoms.append(Atom("DET", words[0]))
-    if len(words) == 3:
-        atoms.append(Atom("ADJ", words[1]))
-    atoms.append(Atom("NOUN", words[-1]))
-    if mod is not None:
-        atoms.append(mod)
-    for atom in atoms:
-        if atom.word not in lexicon:
-            raise ValueError(f"compound {compound!r}: atom {atom.word!r} is not in the lexicon")
     return atoms
 
 
 def compound_correct(prediction: str, atoms: Sequence[Atom], lexicon: Lexicon) -> bool:
-    """Whether `prediction` translates the compound: every translatable atom present, DET/ADJ/MOD before NOUN."""
-    text = _squash(prediction)
-    first: dict[Atom, int] = {}
+    """Whether `prediction` translates the compound: every atom found, DET/ADJ(/MOD without a verb) before NOUN."""
+    text = prediction.strip().replace("@@ ", "").replace(" ", "")
+    span: dict[str, tuple[int, int]] = {}  # role -> (first, last) start of any of its atom's alternatives
     for atom in atoms:
         options = lexicon[atom.word]
         if not options:
             continue
-        found = [start for option in options for start in _occurrences(text, option)]
-        if not found:
+        starts = [match.start() for option in options for match in re.finditer(re.escape(option), text)]
+        if not starts:
             return False
-        first[atom] = min(found)
-    nouns = [atom for atom in atoms if atom.role == "NOUN" and atom in first]
-    if not nouns:
+        span[atom.role] = (min(starts), max(starts))
+    if "NOUN" not in span:
         return True
-    noun_starts = [start for option in lexicon[nouns[0].word] for start in _occurrences(text, option)]
-    last_noun = max(noun_starts)
-    return all(first[atom] < last_noun for atom in atoms if atom.role in ORDERED_ROLES and atom in first)
+    last_noun = span["NOUN"][1]
+    checked = [role for role in ORDERED_ROLES if not (role == "MOD" and "VERB" in span)]
+    return all(span[role][0] < last_noun for role in checked if role in span)
 
 
-def cter(predictions: Sequence[str], compounds: Sequence[str], lexicon: Lexicon) -> dict:
-    """Instance- and aggregate-level CTER in percent, with the counts they come from."""
+def compound_verdicts(predictions: Sequence[str], compounds: Sequence[str], lexicon: Lexicon) -> list[bool]:
+    """Per line, whether its compound is translated correctly."""
     if len(predictions) != len(compounds):
         raise BenchbuildError(f"{len(predictions)} predictions for {len(compounds)} compounds")
     parsed: dict[str, list[Atom]] = {}
-    wrong_lines = 0
-    compound_wrong: dict[str, bool] = OrderedDict()
+    verdicts = []
     for number, (prediction, compound) in enumerate(zip(predictions, compounds), start=1):
         compound = " ".join(compound.split())
         if compound not in parsed:
@@ -123,16 +131,37 @@ def cter(predictions: Sequence[str], compounds: Sequence[str], lexicon: Lexicon)
                 parsed[compound] = parse_compound(compound, lexicon)
             except ValueError as error:
                 raise BenchbuildError(f"compound of row {number}: {error}") from error
-        correct = compound_correct(prediction, parsed[compound], lexicon)
-        wrong_lines += not correct
-        compound_wrong[compound] = compound_wrong.get(compound, False) or not correct
-    wrong_compounds = sum(compound_wrong.values())
+        verdicts.append(compound_correct(prediction, parsed[compound], lexicon))
+    return verdicts
+
+
+def cter(predictions: Sequence[str], compounds: Sequence[str], lexicon: Lexicon) -> dict:
+    """Instance- and aggregate-level CTER in percent, with the counts they come from.
+
+    Aggregation is over consecutive groups of 5 lines, as officially; a trailing partial group is left out.
+    """
+    verdicts = compound_verdicts(predictions, compounds, lexicon)
+    check_compound_groups(compounds)
+    groups = len(verdicts) // CONTEXTS_PER_COMPOUND
+    wrong_lines = verdicts.count(False)
+    wrong_groups = sum(not all(verdicts[g * CONTEXTS_PER_COMPOUND:(g + 1) * CONTEXTS_PER_COMPOUND])
+                       for g in range(groups))
     return {
-        "instance": 100.0 * wrong_lines / len(compounds) if compounds else 0.0,
-        "aggregate": 100.0 * wrong_compounds / len(compound_wrong) if compound_wrong else 0.0,
-        "wrong_instances": wrong_lines, "instances": len(compounds),
-        "wrong_compounds": wrong_compounds, "compounds": len(compound_wrong),
+        "instance": 100.0 * wrong_lines / len(verdicts) if verdicts else 0.0,
+        "aggregate": 100.0 * wrong_groups / groups if groups else 0.0,
+        "wrong_instances": wrong_lines, "instances": len(verdicts),
+        "wrong_compounds": wrong_groups, "compounds": groups,
     }
+
+
+def check_compound_groups(compounds: Sequence[str]) -> None:
+    """Raise unless each full group of 5 consecutive rows holds one compound, as aggregate CTER assumes."""
+    for start in range(0, len(compounds) - CONTEXTS_PER_COMPOUND + 1, CONTEXTS_PER_COMPOUND):
+        group = compounds[start:start + CONTEXTS_PER_COMPOUND]
+        if len({" ".join(compound.split()) for compound in group}) > 1:
+            raise BenchbuildError(f"rows {start + 1}-{start + CONTEXTS_PER_COMPOUND} hold different compounds: "
+                                  f"aggregate CTER needs each compound's {CONTEXTS_PER_COMPOUND} contexts on "
+                                  "consecutive rows, in CoGnition's order")
 
 
 def read_compounds(source: str | Path | None, rows: Sequence[Mapping], where: str = "--compound") -> list[str]:
@@ -149,14 +178,3 @@ def read_compounds(source: str | Path | None, rows: Sequence[Mapping], where: st
     if len(lines) != len(rows):
         raise BenchbuildError(f"{path} has {len(lines)} compounds but the split has {len(rows)} rows")
     return lines
-
-
-def _squash(text: str) -> str:
-    return "".join(text.split())
-
-
-def _occurrences(text: str, option: str) -> Iterable[int]:
-    start = text.find(option)
-    while start != -1:
-        yield start
-        start = text.find(option, start + 1)

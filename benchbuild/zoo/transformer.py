@@ -14,8 +14,8 @@ Switches (all in `TransformerConfig`):
   positions enter only before the first layer, as in every variant here.
 - `encoder_self_attention_gate` / `decoder_self_attention_gate`: β₀ of the self-attention gate σ(β) (000 Alg. 1);
   None leaves the layer ungated.
-- `mixer`: "attention" or "conv" (a 1-D convolution of kernel 2·span+1 in place of self-attention, causal in the
-  decoder; 000 §3).
+- `mixer`: "attention" or "conv" (a depthwise 1-D convolution of kernel 2·span+1 and a pointwise projection in
+  place of self-attention, causal in the decoder; 000 §3).
 - `fuse_attention`: FUSION's fuse-attention (004 §2.2) between the attention and feed-forward sub-layers of every
   layer: position i of layer l attends over that position's outputs of the l layers below (embedding included).
 - `pre_norm`: layer norm before each sub-layer (fairseq's `normalize_before`) instead of after it.
@@ -379,12 +379,20 @@ class Attention(nn.Module):
 
 
 class Convolution(nn.Module):
-    """1-D convolution over positions with kernel 2·span+1 (000 §3), causal in the decoder; padding reads as zeros."""
+    """1-D convolution over positions with kernel 2·span+1 (000 §3), causal in the decoder; padding reads as zeros.
+
+    Depthwise (one kernel per channel) then a pointwise d×d projection: (2s+1)·d + d² weights against
+    self-attention's 4·d², as 000 §3 says ("convolutional layers have fewer parameters than the self-attention
+    mechanism"); a dense d×d×(2s+1) kernel would have more (9·d² at s = 4). 000 gives no code link and the
+    authors' code was not found, so the form follows fairseq's lightweight-convolution layer (Wu et al. 2019,
+    `fairseq/models/lightconv.py`: per-channel kernels between d×d projections), the fairseq family 000 built on.
+    """
 
     def __init__(self, d_model: int, span: int, causal: bool):
         super().__init__()
         self.span, self.causal = span, causal
-        self.conv = nn.Conv1d(d_model, d_model, kernel_size=2 * span + 1)
+        self.conv = nn.Conv1d(d_model, d_model, kernel_size=2 * span + 1, groups=d_model)
+        self.pointwise = nn.Linear(d_model, d_model)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: CacheSlot | None = None,
                 layout: Groups | None = None) -> torch.Tensor:
@@ -399,9 +407,9 @@ class Convolution(nn.Module):
             inputs, _ = cache.append(x[:, None], x.new_zeros(x.size(0), 1, x.size(1), 0))
             window = inputs[:, 0, -(2 * self.span + x.size(1)):]
             missing = 2 * self.span + x.size(1) - window.size(1)  # before position 0: zeros, as in the padding below
-            return self.conv(F.pad(window.transpose(1, 2), (missing, 0))).transpose(1, 2)
+            return self.pointwise(self.conv(F.pad(window.transpose(1, 2), (missing, 0))).transpose(1, 2))
         padding = (2 * self.span, 0) if self.causal else (self.span, self.span)
-        return self.conv(F.pad(x.transpose(1, 2), padding)).transpose(1, 2)
+        return self.pointwise(self.conv(F.pad(x.transpose(1, 2), padding)).transpose(1, 2))
 
 
 class SelfAttentionGate(nn.Module):

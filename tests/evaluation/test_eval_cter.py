@@ -3,7 +3,12 @@
 import pytest
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.evaluation.cter import compound_correct, cter, parse_compound, read_lexicon
+from benchbuild.evaluation.cter import (
+    compound_correct,
+    cter,
+    parse_compound,
+    read_lexicon,
+)
 
 pytestmark = pytest.mark.shared
 
@@ -17,76 +22,69 @@ def cognition(shared_data):
     return lexicon, references, compounds
 
 
-def test_lexicon_merges_repeated_atoms_and_keeps_untranslated_ones_empty(cognition):
+def test_lexicon_keeps_an_atoms_last_line_and_its_empty_alternatives(cognition):
     lexicon, _, _ = cognition
-    assert lexicon["building"] == ("建筑", "楼", "房子")  # listed twice in the file
-    assert lexicon["the"] == () and lexicon["liked"] == ("喜欢",)
+    assert lexicon["building"] == ("建筑", "楼", "房子")  # listed twice in the file; the official script keeps the last
+    assert lexicon["the"] == () and lexicon["liked"] == ("喜欢", "")  # `/` and `喜欢/`
     assert lexicon["mod0"] == ("他喜欢的",)
 
 
-def test_compounds_parse_into_head_determiner_adjective_noun_and_modifier(cognition):
+def test_compounds_parse_into_atoms_with_the_official_roles(cognition):
     lexicon, _, _ = cognition
     atoms = parse_compound("liked another large building he liked", lexicon)
-    assert [(a.role, a.word) for a in atoms] == [("HEAD", "liked"), ("DET", "another"), ("ADJ", "large"),
+    assert [(a.role, a.word) for a in atoms] == [("VERB", "liked"), ("DET", "another"), ("ADJ", "large"),
                                                  ("NOUN", "building"), ("MOD", "mod0")]
-    assert [(a.role, a.word) for a in parse_compound("the dog", lexicon)] == [("DET", "the"), ("NOUN", "dog")]
-    with pytest.raises(ValueError, match="'cat' is not in the lexicon"):
+    assert [(a.role, a.word) for a in parse_compound("on the silly airplane", lexicon)] == [
+        ("PREP", "on"), ("DET", "the"), ("ADJ", "silly"), ("NOUN", "airplane")]
+    with pytest.raises(ValueError, match="'cat' is none of CoGnition's atoms"):
         parse_compound("the cat", lexicon)
 
 
-def test_the_papers_example_needs_every_atom_and_the_modifier_before_the_noun(cognition):
+def test_the_papers_example_needs_every_atom_and_the_noun_phrase_order(cognition):
     lexicon, _, _ = cognition
-    atoms = parse_compound("lost the dog he liked", lexicon)
-    assert compound_correct("我丢失了他喜欢的狗。", atoms, lexicon)
-    assert compound_correct("我 丢失 了 他 喜欢 的 狗 。", atoms, lexicon)
-    assert not compound_correct("我丢失了狗他喜欢的。", atoms, lexicon)  # 004 Fig. 1b: MOD after N
-    assert not compound_correct("我丢失了他喜欢的猫。", atoms, lexicon)  # noun missing
-    assert not compound_correct("我找到了他喜欢的狗。", atoms, lexicon)  # verb missing
+    atoms = parse_compound("lost the small dog", lexicon)
+    assert compound_correct("我丢失了小狗。", atoms, lexicon)
+    assert compound_correct("我 丢失 了 小 狗 。", atoms, lexicon)
+    assert compound_correct("我丢@@ 失了小狗。", atoms, lexicon)  # BPE joiners are removed
+    assert not compound_correct("我丢失了狗小。", atoms, lexicon)  # ADJ after N
+    assert not compound_correct("我丢失了小猫。", atoms, lexicon)  # noun missing
+    assert not compound_correct("我找到了小狗。", atoms, lexicon)  # verb missing
 
 
-def test_references_score_as_the_lexicon_says_line_by_line(cognition):
+def test_a_modifier_after_the_noun_is_wrong_only_without_a_verb(cognition):
+    lexicon, _, _ = cognition
+    assert compound_correct("我丢失了狗他喜欢的。", parse_compound("lost the dog he liked", lexicon), lexicon)
+    assert not compound_correct("我走向狗他喜欢的。", parse_compound("toward the dog he liked", lexicon), lexicon)
+    assert compound_correct("我走向他喜欢的狗。", parse_compound("toward the dog he liked", lexicon), lexicon)
+
+
+def test_an_empty_alternative_makes_its_atom_always_translated(cognition):
+    lexicon, _, _ = cognition
+    assert compound_correct("他讨厌那只狗。", parse_compound("liked the dog", lexicon), lexicon)  # `liked\t喜欢/`
+    assert not compound_correct("他讨厌那只狗。", parse_compound("lost the dog", lexicon), lexicon)
+
+
+def test_order_compares_an_atoms_first_occurrence_with_the_nouns_last(cognition):
+    lexicon, _, _ = cognition
+    atoms = parse_compound("to the small dog", lexicon)
+    assert compound_correct("狗对小狗说", atoms, lexicon)  # 小 before the last 狗
+    assert not compound_correct("狗对狗说小", atoms, lexicon)
+
+
+def test_aggregate_counts_consecutive_groups_of_five_lines(cognition):
     lexicon, references, compounds = cognition
-    result = cter(references, compounds, lexicon)
-    assert (result["instances"], result["compounds"]) == (10800, 2160)
-    # Line 1 translates "the dog" as 狗; the reference of "every red doctor" says 红医, not the lexicon's 医生.
-    index = next(i for i, (c, r) in enumerate(zip(compounds, references)) if r == "每个红医都从高兴到疯狂。")
-    assert cter(references[:1], compounds[:1], lexicon)["wrong_instances"] == 0
-    assert cter([references[index]], [compounds[index]], lexicon)["wrong_instances"] == 1
-    wrong = [c for c, r in zip(compounds, references) if not compound_correct(r, parse_compound(c, lexicon), lexicon)]
-    assert result["wrong_instances"] == len(wrong)
-    assert result["wrong_compounds"] == len(set(wrong))
-    assert result["instance"] == pytest.approx(100 * len(wrong) / 10800)
-    assert result["aggregate"] == pytest.approx(100 * len(set(wrong)) / 2160)
+    predictions = list(references[:12])
+    predictions[1] = predictions[6] = "。"
+    result = cter(predictions, compounds[:12], lexicon)
+    # 12 lines: two groups of 5, each with a wrong line; the last 2 lines form no group.
+    assert (result["wrong_instances"], result["instances"]) == (2, 12)
+    assert (result["wrong_compounds"], result["compounds"], result["aggregate"]) == (2, 2, 100.0)
 
 
-def test_corrupting_references_raises_the_error_rates_by_the_hand_counted_amount(cognition):
+def test_aggregate_needs_each_compounds_contexts_on_consecutive_rows(cognition):
     lexicon, references, compounds = cognition
-    base = cter(references, compounds, lexicon)
-    lines_of = {}
-    for index, compound in enumerate(compounds):
-        lines_of.setdefault(compound, []).append(index)
-    clean = [c for c, lines in lines_of.items()
-             if all(compound_correct(references[i], parse_compound(c, lexicon), lexicon) for i in lines)]
-    ordered = [c for c in clean if any(a.role in ("ADJ", "MOD") for a in parse_compound(c, lexicon))]
-    dropped, swapped = clean[:10], [c for c in ordered if c not in clean[:10]][:10]
-    corrupted = list(references)
-    for compound in dropped:  # one context loses the noun's translation
-        noun = next(a.word for a in parse_compound(compound, lexicon) if a.role == "NOUN")
-        line = lines_of[compound][0]
-        for option in lexicon[noun]:
-            corrupted[line] = corrupted[line].replace(option, "某物")
-    for compound in swapped:  # two contexts move the noun in front of its determiner, adjective and modifier
-        noun = next(a.word for a in parse_compound(compound, lexicon) if a.role == "NOUN")
-        for line in lines_of[compound][:2]:
-            text = corrupted[line]
-            for option in lexicon[noun]:
-                text = text.replace(option, "")
-            corrupted[line] = lexicon[noun][0] + text
-    result = cter(corrupted, compounds, lexicon)
-    assert result["wrong_instances"] == base["wrong_instances"] + 10 + 2 * 10
-    assert result["wrong_compounds"] == base["wrong_compounds"] + 20
-    assert result["instance"] == pytest.approx(100 * (base["wrong_instances"] + 30) / 10800)
-    assert result["aggregate"] == pytest.approx(100 * (base["wrong_compounds"] + 20) / 2160)
+    with pytest.raises(BenchbuildError, match="rows 1-5 hold different compounds"):
+        cter(references[1:6], compounds[1:6], lexicon)
 
 
 def test_malformed_lexicon_lines_are_errors_naming_file_and_line(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.zoo import load_entry
+from benchbuild.zoo import build_model, load_entry
 from benchbuild.zoo.transformer import Attention, TransformerConfig, TransformerForSeq2Seq, sinusoid
 from tiny_zoo import EOS, PAD, tiny_model
 
@@ -192,6 +192,16 @@ def test_conv_mixer_sees_only_2s_plus_1_positions():
     far = base.clone()
     far[0, 3] = 20
     torch.testing.assert_close(encoder_states(model, far)[0, 0], encoder_states(model, base)[0, 0])
+
+
+def test_conv_mixer_has_fewer_parameters_than_self_attention():  # 000 §3
+    sizes = {name: sum(p.numel() for p in build_model(load_entry(name), vocab_size=VOCAB, pad_token_id=PAD,
+                                                      bos_token_id=1, eos_token_id=EOS).parameters())
+             for name in ("sag", "sag_conv")}
+    assert sizes["sag_conv"] < sizes["sag"]
+    model = tiny_model(load_entry("sag_conv"), VOCAB, span=1).eval()
+    mixer, d = model.encoder_stack.layers[0].mixer, model.config.d_model
+    assert sum(p.numel() for p in mixer.parameters()) == 3 * d + d + d * d + d  # depthwise kernel, bias; pointwise
 
 
 @pytest.mark.parametrize("side", ["encoder_stack", "decoder_stack"])
