@@ -30,12 +30,34 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_abandoned(out: Path) -> None:
-    """Delete temporary folders left beside `out` by a build that was killed (its process no longer exists)."""
-    for leftover in out.parent.glob(f".{out.name}.partial-*"):
-        pid = leftover.name.rsplit(".partial-", 1)[1].split("-", 1)[0]
+def remove_abandoned(out: Path, kind: str = "partial") -> None:
+    """Delete `.{out.name}.{kind}-<pid>-…` folders left beside `out` by a build that was killed (its process no
+    longer exists); `kind` is "partial" (unfinished outputs) or "work" (builders' work folders)."""
+    for leftover in out.parent.glob(f".{out.name}.{kind}-*"):
+        pid = leftover.name.rsplit(f".{kind}-", 1)[1].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(leftover, ignore_errors=True)
+
+
+@contextmanager
+def work_directory(out: str | Path) -> Iterator[Path]:
+    """Yield a fresh work folder beside `out` (same disk, found by the next build if this one is killed), removed on
+    exit; work folders of killed earlier builds for the same `out` are removed first."""
+    out = Path(out)
+    created = [parent for parent in out.parents if not parent.exists()]  # removed again if left empty
+    out.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned(out, "work")
+    work = out.parent / f".{out.name}.work-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    work.mkdir()
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        for parent in created:
+            try:
+                parent.rmdir()
+            except OSError:
+                break
 
 
 @contextmanager

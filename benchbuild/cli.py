@@ -77,27 +77,49 @@ def build_scan_command(
     format: FormatOption = "arrow",
     overwrite: OverwriteOption = False,
 ) -> None:
-    """Generate SCAN from its grammar and write each splitting as a benchmark folder."""
-    from benchbuild.atomic import check_writable
-    from benchbuild.scan.build import build_scan
+    """Generate SCAN from its grammar and write each splitting as a benchmark folder; a rerun of the same command
+    keeps the splittings an interrupted run finished and builds the rest."""
+    from dataclasses import replace
+
+    from benchbuild.scan.build import already_built, build_scan
 
     parameters.check()
-    for name in parameters.names():
-        check_writable(out_dir / name, overwrite)
+    names = parameters.names()
+    kept = [] if overwrite else [name for name in names if already_built(out_dir / name, name, parameters, format)]
+    todo = [name for name in names if name not in kept]
     written = [_save(benchmark, out_dir / name, format, overwrite)
-               for name, benchmark in build_scan(parameters, progress=True)]
-    out.print(f"wrote {len(written)} SCAN benchmark(s) under {out_dir}")
+               for name, benchmark in build_scan(replace(parameters, split=todo), progress=True)] if todo else []
+    kept_note = f" (kept {len(kept)} already built by the same command)" if kept else ""
+    out.print(f"wrote {len(written)} SCAN benchmark(s) under {out_dir}{kept_note}")
 
 
 @app.command("run")
 def run_command(
     recipe: Annotated[Path, typer.Argument(help="A pipeline TOML: \\[\\[steps]] tables, each a command and its options.")],
 ) -> None:
-    """Run a pipeline recipe: each step is a benchbuild command with its options (checked before anything runs)."""
-    _run_recipe(recipe, stack=())
+    """Run a pipeline recipe: each step is a benchbuild command with its options (all checked before any runs)."""
+    plan = _plan_recipe(recipe, stack=())
+    for label, command, argv in plan:
+        console.print(f"[bold]{label}[/bold]: benchbuild {' '.join(argv)}")
+        if argv[0] == "run":
+            continue  # its steps follow in the plan
+        token = _STEP_ARGV.set(tuple(argv))
+        try:
+            command.main(argv[1:], prog_name=f"benchbuild {argv[0]}", standalone_mode=False)
+        finally:
+            _STEP_ARGV.reset(token)
 
 
-def _run_recipe(recipe: Path, stack: tuple[Path, ...]) -> None:
+# Build commands whose options are a parameters dataclass: its cheap `check()` (arguments and input files only)
+# also runs when a pipeline is planned, so a bad last step fails before the first one writes anything.
+_CHECKED_PARAMETERS = {"build-scan": ScanParameters, "build-noun-adj": NounAdjParameters,
+                       "build-react": ReactParameters, "degree": DegreeParameters}
+
+
+def _plan_recipe(recipe: Path, stack: tuple[Path, ...]) -> list[tuple[str, typer.core.TyperCommand, list[str]]]:
+    """Every step of `recipe` as (label, command, argv), nested recipes expanded in place after their `run` step,
+    each parsed by its command without running it: unknown, missing, mistyped or out-of-range options and a
+    recipe that runs itself are refused here, before any step runs."""
     from benchbuild.recipe import load_recipe
 
     if recipe.resolve() in stack:
@@ -106,35 +128,53 @@ def _run_recipe(recipe: Path, stack: tuple[Path, ...]) -> None:
     group = typer.main.get_command(app)
     context = typer.Context(group)
     commands = {name: group.get_command(context, name) for name in group.list_commands(context)}
-    planned = []
+    plan = []
     for number, step in enumerate(loaded.steps, start=1):
         if step.command not in commands:
             raise BenchbuildError(f"{recipe}: step {number} names unknown command {step.command!r} "
                                   f"(valid: {', '.join(sorted(commands))})")
+        where = f"{recipe}: step {number} ({step.command})"
         command = commands[step.command]
         known = _option_dests(command) | {p.name for p in command.params}
         for key in step.options:
             if key.replace("-", "_") not in known:
-                raise BenchbuildError(f"{recipe}: step {number} ({step.command}) has unknown option {key!r}")
-        planned.append((step, command))
-    for number, (step, command) in enumerate(planned, start=1):
+                raise BenchbuildError(f"{where} has unknown option {key!r}")
         positional = frozenset(p.name for p in command.params if isinstance(p, TyperArgument))
         argv = step.argv(positional)
-        console.print(f"[bold]{recipe} step {number}/{len(planned)}[/bold]: benchbuild {' '.join(argv)}")
+        values = _parse_step(command, argv, where)
+        plan.append((f"{recipe} step {number}/{len(loaded.steps)}", command, argv))
         if step.command == "run":
-            _run_recipe(Path(step.options["recipe"]), stack=(*stack, recipe.resolve()))
-            continue
-        token = _STEP_ARGV.set(tuple(argv))
+            plan += _plan_recipe(Path(values["recipe"]), stack=(*stack, recipe.resolve()))
+    return plan
+
+
+def _parse_step(command, argv: list[str], where: str) -> dict:
+    """The option values of one step's command line, parsed (types, ranges, choices, required options, option
+    callbacks) but not run; a build command's parameters are checked too. A refusal names the step."""
+    import dataclasses
+
+    try:
+        context = command.make_context(f"benchbuild {argv[0]}", argv[1:])
+    except ClickException as error:
+        raise BenchbuildError(f"{where}: {error.format_message()}") from None
+    values = dict(context.params)
+    context.close()
+    parameters = _CHECKED_PARAMETERS.get(argv[0])
+    if parameters is not None:
         try:
-            command.main(argv[1:], prog_name=f"benchbuild {step.command}", standalone_mode=False)
-        finally:
-            _STEP_ARGV.reset(token)
+            parameters(**{field.name: values[field.name] for field in dataclasses.fields(parameters)}).check()
+        except BenchbuildError as error:
+            raise BenchbuildError(f"{where}: {error}") from None
+    return values
 
 
 @app.command("zoo")
 def zoo_command(
     papers: Annotated[bool, typer.Option("--papers", help="List the cited papers instead: id, full citation, "
                                          "what benchbuild takes from it, its zoo models.")] = False,
+    model: Annotated[Optional[str], typer.Option(
+        "--model", help="Show one model instead: per recipe family, the architecture it trains and its parameter "
+        "count.")] = None,
 ) -> None:
     """List the model zoo: every catalogue entry with its kind, paper ids and one line (one block per model)."""
     import textwrap
@@ -150,6 +190,9 @@ def zoo_command(
                                         subsequent_indent=rest, break_on_hyphens=False)
                           for number, text in enumerate(paragraphs))
 
+    if model is not None:
+        _print_resolved_model(model)
+        return
     entries = list_entries()
     if papers:
         for paper in PAPERS.values():
@@ -165,6 +208,38 @@ def zoo_command(
                   markup=False, highlight=False, soft_wrap=True)
 
 
+def _print_resolved_model(name: str) -> None:
+    """`zoo --model NAME`: per recipe family, the resolved architecture (recipe keys over `[architecture]`) and the
+    parameter count of a fresh model over the recipe's vocabulary size (BPE), or 32 words (SCAN's commands)."""
+    import dataclasses
+    import textwrap
+
+    from rich.text import Text
+
+    from benchbuild.zoo import build_model, load_entry
+    from benchbuild.zoo.catalogue import resolved_architecture
+
+    entry = load_entry(name)
+    out.print(Text(entry.name, style="bold"))
+    out.print(textwrap.fill(f"{entry.summary} (paper {entry.paper})", max(out.width, 40), break_on_hyphens=False),
+              markup=False, highlight=False, soft_wrap=True)
+    for family, recipe in sorted(entry.recipes.items()):
+        architecture = resolved_architecture(entry, family)
+        vocabulary = recipe.get("bpe_vocab_size") or 32
+        network = build_model(dataclasses.replace(entry, architecture=architecture), vocab_size=vocabulary,
+                              pad_token_id=0, bos_token_id=1, eos_token_id=2)
+        parameters = sum(parameter.numel() for parameter in network.parameters())
+        changed = ", ".join(sorted(recipe.get("architecture", {}))) or "none"
+        paragraphs = (f"[recipe.{family}] {parameters:,} parameters (vocabulary {vocabulary:,}); "
+                      f"select = {recipe.get('select', 'best_validation')}",
+                      f"keys this recipe changes: {changed}",
+                      ", ".join(f"{key} = {value}" for key, value in architecture.items()))
+        text = "\n".join(textwrap.fill(paragraph, max(out.width, 40), initial_indent="" if number == 0 else "    ",
+                                       subsequent_indent="    ", break_on_hyphens=False)
+                         for number, paragraph in enumerate(paragraphs))
+        out.print("\n" + text, markup=False, highlight=False, soft_wrap=True)
+
+
 @app.command("build-noun-adj")
 @with_parameters
 def build_noun_adj_command(
@@ -174,19 +249,26 @@ def build_noun_adj_command(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Build the English→French noun–adjective order benchmark (Chaabouni et al. 2021, §4.2) from a parallel corpus."""
-    import tempfile
-
-    from benchbuild.atomic import check_writable
+    from benchbuild.atomic import check_writable, work_directory
     from benchbuild.nounadj.build import build_noun_adj
 
     parameters.check()
     check_writable(out_dir, overwrite)
-    # The large splits live in Arrow files of a work folder until the benchmark is saved.
-    with tempfile.TemporaryDirectory(prefix="benchbuild-nounadj-") as work:
-        benchmark = build_noun_adj(parameters, workdir=Path(work), progress=True)
+    # The large splits live in Arrow files of a work folder beside --out until the benchmark is saved.
+    with work_directory(out_dir) as work:
+        benchmark = build_noun_adj(parameters, workdir=work, progress=True)
         _save(benchmark, out_dir, format, overwrite)
     rows = ", ".join(f"{name} {split.rows:,}" for name, split in benchmark.info.splits.items())
     out.print(f"wrote {out_dir} ({rows})")
+    if benchmark.info.splits["test"].rows == 0:
+        console.print(f"warning: the test split is empty: no sentence of the corpus has a held-out pairing (see the "
+                      f"counts in {out_dir / 'README.md'}); a larger corpus gives test rows")
+
+
+def _positive_minutes(value: float | None) -> float | None:
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"must be a positive number of minutes; got {value}")
+    return value
 
 
 @app.command("train")
@@ -195,9 +277,9 @@ def train_command(
     data: Annotated[Path, typer.Option("--data", help="A benchmark folder (written by a build command).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Run folder: selected checkpoint, checkpoints/, logs.")],
     seed: Annotated[int, typer.Option("--seed", help="Seed of initialisation, batch order and dropout.")] = 0,
-    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Step budget (default: the recipe's).")] = None,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", min=1, help="Step budget (default: the recipe's).")] = None,
     max_minutes: Annotated[Optional[float], typer.Option(
-        "--max-minutes", help="Also stop after this many minutes of training and validation, then validate once "
+        "--max-minutes", callback=_positive_minutes, help="Also stop after this many minutes of training and validation, then validate once "
         "more and keep the best checkpoint.")] = None,
     device: DeviceOption("Where to train") = "auto",
     recipe: Annotated[Optional[Literal["scan", "mt"]], typer.Option(
@@ -266,12 +348,14 @@ def score_command(
 @app.command("report")
 def report_command(
     run_dirs: Annotated[list[Path], typer.Argument(help="Evaluated run folders (seeds of a model are averaged).")],
-    prefix: Annotated[Path, typer.Option("--out", help="Writes PREFIX.md and PREFIX.csv.")] = Path("report"),
+    prefix: Annotated[Optional[Path], typer.Option(
+        "--out", help="Writes PREFIX.md and PREFIX.csv (default: report.md and report.csv beside the first run "
+        "folder, in its parent folder).")] = None,
 ) -> None:
     """Table of model × benchmark split: mean ± standard error over seeds, beside the paper's number."""
     from benchbuild.evaluation.report import markdown_table, write_report
 
-    rows, markdown, table = write_report(run_dirs, prefix)
+    rows, markdown, table = write_report(run_dirs, prefix if prefix is not None else run_dirs[0].resolve().parent / "report")
     out.print(markdown_table(rows), markup=False, highlight=False, soft_wrap=True)
     console.print(f"wrote {markdown} and {table}")
 

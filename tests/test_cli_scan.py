@@ -71,11 +71,11 @@ def test_debug_shows_the_traceback(tmp_path):
     assert result.returncode != 0 and "Traceback" in result.stderr
 
 
-def test_existing_output_needs_overwrite(tmp_path):
+def test_existing_output_built_with_other_options_needs_overwrite(tmp_path):
     benchbuild("build-scan", "--out", tmp_path, "--split", "length", check=True)
-    refused = benchbuild("build-scan", "--out", tmp_path, "--split", "length")
+    refused = benchbuild("build-scan", "--out", tmp_path, "--split", "length", "--format", "jsonl")
     assert refused.returncode != 0 and "--overwrite" in refused.stderr
-    benchbuild("build-scan", "--out", tmp_path, "--split", "length", "--overwrite", check=True)
+    benchbuild("build-scan", "--out", tmp_path, "--split", "length", "--format", "jsonl", "--overwrite", check=True)
 
 
 def test_official_folder_without_the_file_names_it(tmp_path):

@@ -30,8 +30,7 @@ def generate_predictions(model: PreTrainedModel, tokenizer: PreTrainedTokenizerB
         generated = model.generate(
             input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], do_sample=False,
             num_beams=beam, early_stopping=beam > 1,
-            # max_length counts the decoder start token; max_new_tokens would clash with a config's max_length
-            max_length=max_new_tokens + 1,
+            max_new_tokens=max_new_tokens,  # zoo models store no output length: each call passes one
             decoder_start_token_id=tokenizer.bos_token_id, bos_token_id=tokenizer.bos_token_id,
             eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
         )

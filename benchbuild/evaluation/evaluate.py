@@ -12,7 +12,7 @@ from benchbuild.device import resolve_device
 from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.decoding import generate_predictions
 from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_rows, write_json
-from benchbuild.training.run_folder import read_run
+from benchbuild.training.run_folder import load_model, read_run
 
 PREDICTIONS_FILE = "predictions.jsonl"
 METRICS_FILE = "metrics.json"
@@ -24,7 +24,7 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
                  progress: bool = False) -> dict[str, Any]:
     """Decode `split` of benchmark `data` with the run's selected checkpoint and score it; files go to `out`
     (default: the run folder). Returns the metrics as written to `metrics.json`."""
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers import AutoTokenizer
     from transformers.utils import logging as transformers_logging
 
     from benchbuild import zoo
@@ -42,7 +42,7 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     if lexicon is not None:
         read_lexicon(lexicon)
     target = torch.device(resolve_device(device))
-    model = AutoModelForSeq2SeqLM.from_pretrained(run_dir).to(target)
+    model = load_model(run_dir).to(target)
     tokenizer = AutoTokenizer.from_pretrained(run_dir)
     limit = max_new_tokens or decoding_limit(tokenizer, [row["target"] for row in rows])
     predictions = generate_predictions(model, tokenizer, [row["source"] for row in rows], beam=beam,

@@ -15,7 +15,8 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.training.run_folder import CHECKPOINTS_DIR, read_run
 
 METRICS_FILE = "metrics.json"
-COLUMNS = ("model", "benchmark", "split", "metric", "runs", "seeds", "mean", "standard_error", "paper", "paper_source")
+COLUMNS = ("model", "benchmark", "split", "metric", "runs", "seeds", "mean", "standard_error", "paper", "paper_source",
+           "select")
 
 
 @dataclass
@@ -30,6 +31,12 @@ class ReportRow:
     seeds: list[Any] = field(default_factory=list)
     paper: float | None = None
     paper_source: str = ""
+    selections: list[str] = field(default_factory=list)
+
+    @property
+    def select(self) -> str:
+        """The checkpoint selection rule of the runs (`last`, `best_validation`), each named once."""
+        return ", ".join(dict.fromkeys(self.selections))
 
     @property
     def mean(self) -> float:
@@ -95,18 +102,20 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
                         groups[key].paper_source = str(paper.get("table", ""))
                 groups[key].values.append(value)
                 groups[key].seeds.append(run.get("seed"))
+                # A run.json from before `select` existed kept the best validation checkpoint.
+                groups[key].selections.append(str(run.get("select", "best_validation")))
     return [groups[key] for key in sorted(groups)]
 
 
 def markdown_table(rows: Iterable[ReportRow]) -> str:
-    lines = ["| model | benchmark | split | metric | runs (seeds) | ours: mean ± s.e. | paper | source |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| model | benchmark | split | metric | runs (seeds) | ours: mean ± s.e. | paper | source | select |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
         error = "" if row.standard_error is None else f" ± {row.standard_error:.2f}"
         paper = "" if row.paper is None else f"{row.paper:g}"
         seeds = ", ".join(str(seed) for seed in row.seeds)
         lines.append(f"| {row.model} | {row.benchmark} | {row.split} | {row.metric} | {len(row.values)} ({seeds}) | "
-                     f"{row.mean:.2f}{error} | {paper} | {row.paper_source} |")
+                     f"{row.mean:.2f}{error} | {paper} | {row.paper_source} | {row.select} |")
     return "\n".join(lines) + "\n"
 
 
@@ -118,7 +127,7 @@ def csv_table(rows: Iterable[ReportRow]) -> str:
         writer.writerow([row.model, row.benchmark, row.split, row.metric, len(row.values),
                          " ".join(str(seed) for seed in row.seeds), f"{row.mean:.4f}",
                          "" if row.standard_error is None else f"{row.standard_error:.4f}",
-                         "" if row.paper is None else f"{row.paper:g}", row.paper_source])
+                         "" if row.paper is None else f"{row.paper:g}", row.paper_source, row.select])
     return buffer.getvalue()
 
 

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
 from benchbuild.corpus import CorpusStats, ParallelInput
+from benchbuild.errors import BenchbuildError
 from benchbuild.nounadj.amod import noun_occurrences
 from benchbuild.french import FrenchLemmatizer, find_pairing
 from benchbuild.nounadj.pairs import PairsConfig, load_pairs
@@ -119,6 +120,8 @@ def build_noun_adj(parameters: NounAdjParameters, *, workdir: Path | None = None
     if corpus.hf is not None:  # a translation column is read by the pairs file's languages
         corpus = replace(corpus, source_lang=pairs.source_lang, target_lang=pairs.target_lang)
     total = corpus.validate()
+    if total == 0:
+        raise BenchbuildError(f"the corpus ({_described(corpus)}) is empty: give a parallel corpus with sentences")
     if parser is None:
         parser = make_parser(parameters.parser, spacy_model=parameters.spacy_model, stanza_dir=parameters.stanza_dir,
                              n_process=parameters.n_process, batch_size=parameters.batch_size, lang=pairs.source_lang)
@@ -131,8 +134,12 @@ def build_noun_adj(parameters: NounAdjParameters, *, workdir: Path | None = None
     test_rows = _check_references(test_rows, french, counts)
     if parameters.require_reference_match:
         test_rows = [row for row in test_rows if row["reference_match"]]
+    _check_not_empty(corpus, stats, counts)
 
     train, validation = _split_validation(eligible.finish(), parameters, workdir)
+    if len(train) == 0:
+        raise BenchbuildError(f"no sentence of the corpus ({_described(corpus)}) is train-eligible, so the train split "
+                              "would be empty: give a larger corpus (or a lower --valid-fraction)")
     if workdir is not None:  # its rows now live in train.arrow and validation.arrow: halve the disk used
         (workdir / "eligible.arrow").unlink()
     splits = {"train": train, "validation": validation,
@@ -141,6 +148,21 @@ def build_noun_adj(parameters: NounAdjParameters, *, workdir: Path | None = None
                                  parameters.seed, _input_files(corpus, parameters))
     card = _card_facts(pairs, stats, counts, test_rows, splits)
     return Benchmark.from_splits(splits, info, card, FEATURES)
+
+
+def _described(corpus: ParallelInput) -> str:
+    return ", ".join(str(path) for path in corpus.files().values())
+
+
+def _check_not_empty(corpus: ParallelInput, stats: CorpusStats, counts: BuildCounts) -> None:
+    """Refuse a corpus that cannot give a test row: no pair with text, or no sentence holding a target noun."""
+    if stats.pairs_kept == 0:
+        raise BenchbuildError(f"the corpus ({_described(corpus)}) has no pair with text on both sides: give a "
+                              "parallel corpus with sentences")
+    if counts.parsed == 0:
+        raise BenchbuildError(f"no sentence of the corpus ({_described(corpus)}) holds a target noun of the pairs, "
+                              "so the test split would be empty: give a larger corpus (or a --pairs file whose nouns "
+                              "it holds)")
 
 
 def _stream_corpus(corpus: ParallelInput, parameters: NounAdjParameters, pairs: PairsConfig, parser: Parser,

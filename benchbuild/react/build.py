@@ -1,10 +1,11 @@
 """`benchbuild build-react`: ReaCT (001 §4) from a training corpus and a candidate pool, stage by stage.
 
-normalize → OOV filter → n-gram dictionary → compositional degree → non-overlapping candidate pool (top by degree)
+normalize → OOV filter (and pool pairs over --max-length tokens set aside) → n-gram dictionary → compositional degree → non-overlapping candidate pool (top by degree)
 → ensemble (zoo models trained with seeds 0…K−1) → beam decoding + reverse mutual information → drop the most
 uncertain, sample from the next band → a `Benchmark` (whose card's prose is in `data_cards/react.md.j2`). Stages 1–5,
 the ensemble and the uncertainty scores are cached under `cache_dir` by their inputs and parameters, so a rerun
-resumes after the last finished stage.
+resumes after the last finished stage. Inputs that cannot give a benchmark (an empty corpus, no candidate left,
+fewer candidates than --drop-top) are refused before the ensemble trains.
 """
 
 from __future__ import annotations
@@ -83,14 +84,18 @@ def build_react(parameters: ReactParameters, *, cache: StageCache | None = None,
     corpora = {label: _read(corpus, label, source_norm, target_norm, progress, parameters.encoding_errors)
                for label, corpus in (("train", train), ("validation", valid), ("test", test)) if corpus is not None}
     training = corpora["train"]
+    if not training.sources:
+        raise BenchbuildError(f"the training corpus ({_described(train)}) has no non-empty pair: give a training "
+                              "corpus with sentences on both sides")
     scorer = DegreeScorer(training.sources, parameters.degree(), normalized=True)
 
     candidates_key = stage_key("candidates", inputs=prints, normalization=normalization,
                                encoding_errors=parameters.encoding_errors,
                                degree=asdict(parameters.degree()), pool_size=parameters.pool_size,
-                               allow_small=parameters.allow_small)
+                               allow_small=parameters.allow_small, max_length=parameters.max_length)
     candidates = cache.json(candidates_key, lambda: _candidates(pools, corpora, scorer, parameters, source_norm,
                                                                 target_norm, progress))
+    _check_enough_candidates(candidates, parameters)
 
     train_prints = {label: value for label, value in prints.items() if label.split(":")[0] in ("train", "validation")}
     ensemble_key = stage_key("ensemble", inputs=train_prints, normalization=normalization,
@@ -156,7 +161,7 @@ def _candidates(pools: Sequence[ParallelInput], corpora: dict[str, Corpus], scor
     sources: list[str] = []
     targets: list[str] = []
     degrees: list[float] = []
-    read = oov = empty = replaced = 0
+    read = oov = empty = replaced = too_long = 0
     for index, pool in enumerate(pools):
         stats = CorpusStats()
         with progress_bar(f"compositional degree of pool {index}", pool.validate(), progress) as advance:
@@ -164,7 +169,13 @@ def _candidates(pools: Sequence[ParallelInput], corpora: dict[str, Corpus], scor
             rows = pool.rows(encoding_errors=parameters.encoding_errors, stats=stats)
             for row in chain(rows, [None]):  # None: flush the last chunk
                 if row is not None:
-                    chunk.append((row[0], source_norm(row[1]), target_norm(row[2])))
+                    source, target = source_norm(row[1]), target_norm(row[2])
+                    # Attention is quadratic in length: one huge line would stall the ensemble's decoding.
+                    if max(len(source.split()), len(target.split())) > parameters.max_length:
+                        too_long += 1
+                        advance(amount=1)
+                    else:
+                        chunk.append((row[0], source, target))
                 if chunk and (row is None or len(chunk) == CHUNK_LINES):
                     scores = scorer.score([source for _, source, _ in chunk], normalized=True)
                     for keep, degree, (line, source, target) in zip(scores.in_vocabulary.tolist(),
@@ -177,18 +188,43 @@ def _candidates(pools: Sequence[ParallelInput], corpora: dict[str, Corpus], scor
                     oov += len(chunk) - int(scores.in_vocabulary.sum())
                     advance(amount=len(chunk))
                     chunk = []
+        if stats.pairs_kept == 0:
+            raise BenchbuildError(f"candidate pool {index} ({_described(pool)}) has no non-empty pair: give a pool "
+                                  "with sentences on both sides")
         read += stats.pairs_read
         empty += stats.empty_dropped
         replaced += stats.replaced_characters_lines
     pool = candidate_pool(sources, np.asarray(degrees, dtype=np.float64), np.ones(len(sources), dtype=bool), seen,
                           parameters.pool_size, allow_small=parameters.allow_small)
     counts = {"pool: pairs read": read, "pool: empty pairs dropped": empty,
-              "pool: pairs with invalid UTF-8 replaced": replaced, "dropped by the OOV filter": oov,
+              "pool: pairs with invalid UTF-8 replaced": replaced,
+              f"pool: pairs longer than {parameters.max_length:,} tokens set aside (--max-length)": too_long,
+              "dropped by the OOV filter": oov,
               **{key: value for key, value in pool.counts.items()
                  if key not in ("pool lines", "dropped by the OOV filter")}}
     rows = [{"pool": origin[i][0], "line": origin[i][1], "source": sources[i], "target": targets[i],
              "degree": degrees[i]} for i in pool.indices]
     return {"rows": rows, "counts": counts, "shortfall": pool.shortfall}
+
+
+def _described(corpus: ParallelInput) -> str:
+    return ", ".join(str(path) for path in corpus.files().values())
+
+
+def _check_enough_candidates(candidates: dict[str, Any], parameters: ReactParameters) -> None:
+    """Before the ensemble trains: refuse a candidate set from which no cg_test row could be selected."""
+    number, counts = len(candidates["rows"]), candidates["counts"]
+    if number == 0:
+        raise BenchbuildError(
+            f"no pool sentence is left as a candidate: of {counts['pool: pairs read']:,} pool pairs, "
+            f"{counts['dropped by the OOV filter']:,} have a source word seen fewer than --min-word-count "
+            f"{parameters.min_word_count} times in the training source, "
+            f"{counts['dropped: source in the training/validation/test corpora']:,} are in the training/validation/"
+            f"test corpora and {counts['dropped: duplicate within the pool']:,} repeat an earlier pool line: give a "
+            "pool in the training corpus's vocabulary, a larger training corpus, or a lower --min-word-count")
+    if number <= parameters.drop_top:
+        raise BenchbuildError(f"only {number:,} candidates remain and --drop-top {parameters.drop_top:,} would drop "
+                              "them all as noise: lower --drop-top or give a larger pool")
 
 
 def _train_ensemble(folder: Path, corpora: dict[str, Corpus], parameters: ReactParameters,

@@ -67,6 +67,10 @@ class ReactParameters:
     min_ngram_count: MinNgramCountOption = DegreeParameters.min_ngram_count
     max_ngram: MaxNgramOption = DegreeParameters.max_ngram
     pool_size: Annotated[int, typer.Option("--pool-size", min=1, help="Candidates kept, highest degree first.")] = 60_000
+    max_length: Annotated[int, typer.Option("--max-length", min=1, help=(
+        "Pool pairs with a side longer than this many tokens (whitespace tokens after normalization) are set aside "
+        "before the ensemble, and counted in the card: attention is quadratic in length (256: the zoo "
+        "models' generation length)."))] = 256
     ensemble_size: Annotated[int, typer.Option("--ensemble-size", min=1, help="Ensemble members (seeds 0…K−1).")] = 10
     ensemble_model: Annotated[str, typer.Option("--ensemble-model", help="Zoo model of the members.")] = "transformer"
     ensemble_dir: Annotated[Optional[Path], typer.Option("--ensemble-dir", help="Where members are saved and reused.")] = None

@@ -77,7 +77,7 @@ class Ensemble:
     def load(cls, run_dirs: Sequence[str | Path], device: str | torch.device = "cpu",
              batched: bool | None = None) -> "Ensemble":
         """Members from run folders (`from_pretrained`); all must share one tokenizer vocabulary."""
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+        from transformers import AutoTokenizer
         from transformers.utils import logging as transformers_logging
 
         from benchbuild import zoo
@@ -89,7 +89,9 @@ class Ensemble:
             if tokenizer.get_vocab() != tokenizers[0].get_vocab():
                 raise BenchbuildError(f"ensemble member {path} has another vocabulary than {run_dirs[0]}: "
                                       "members must be trained on the same corpus")
-        members = [AutoModelForSeq2SeqLM.from_pretrained(str(path)) for path in run_dirs]
+        from benchbuild.training.run_folder import load_model  # names a truncated member's file in its error
+
+        members = [load_model(path) for path in run_dirs]
         return cls(members, tokenizers[0], device=device, batched=batched)
 
     def _all_members(self, call: Callable[..., torch.Tensor], *per_member: torch.Tensor,

@@ -1,14 +1,18 @@
 """Build SCAN benchmarks: generate the grammar's examples and apply each requested split rule (or read the canonical
-files), one `Benchmark` per splitting; the card's prose is in `data_cards/scan.md.j2`."""
+files), one `Benchmark` per splitting; the card's prose is in `data_cards/scan.md.j2`. `already_built` tells a rerun
+which splittings an earlier (interrupted) run of the same command finished."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import datasets
 
+from benchbuild.atomic import OutputExistsError
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
+from benchbuild.fingerprint import input_fingerprint
 from benchbuild.progress import progress_bar
 from benchbuild.scan.grammar import Example, generate
 from benchbuild.scan.official import official_files, read_scan_file
@@ -39,13 +43,49 @@ def load_official(root: Path, name: str) -> Splitting:
                      rules={})
 
 
+def _recorded(name: str, official: Path | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """The parameters and input fingerprints build.json records for splitting `name` (see `benchmark_of`)."""
+    files = official_files(name) if official is not None else None
+    parameters = {"splitting": name, "source": "official files" if files else "grammar + rule"}
+    return parameters, {relative: input_fingerprint(official / relative) for relative in (files or {}).values()}
+
+
+def _complete(folder: Path, splits: dict[str, Any], format: str) -> bool:
+    if not (folder / "README.md").is_file():
+        return False
+    if format == "arrow":
+        return (folder / "dataset_dict.json").is_file() and all((folder / split).is_dir() for split in splits)
+    suffix = "-00000-of-00001.parquet" if format == "parquet" else ".jsonl"
+    return all((folder / "data" / f"{split}{suffix}").is_file() for split in splits)
+
+
+def already_built(folder: Path, name: str, parameters: ScanParameters, format: str) -> bool:
+    """Whether `folder` holds a complete build of splitting `name` with these options (a rerun keeps it); False when
+    there is no folder. A folder built otherwise (or not by benchbuild) raises `OutputExistsError` naming it."""
+    if not folder.exists():
+        return False
+    official = Path(parameters.official) if parameters.official is not None else None
+    try:
+        built = json.loads((folder / "build.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        built = None
+    if built is not None:
+        recorded, inputs = _recorded(name, official)
+        # The seed is recorded only for a sampled splitting: another seed builds the same rule-based one.
+        if (built.get("family"), built.get("name"), built.get("parameters"), built.get("inputs"),
+                built.get("format")) == ("scan", f"scan/{name}", recorded, inputs, format) \
+                and built.get("seed") in (None, parameters.seed) and _complete(folder, built.get("splits", {}), format):
+            return True
+    raise OutputExistsError(f"{folder} already exists but was built with other options (--seed, --format or "
+                            "--official) or is incomplete: pass --overwrite to replace it")
+
+
 def benchmark_of(splitting: Splitting, position: dict[str, int], seed: int, official: Path | None) -> Benchmark:
     """A Splitting as a Benchmark with its BuildInfo and card facts."""
     files = official_files(splitting.name) if official is not None else None
-    inputs = {relative: official / relative for relative in files.values()} if files else {}
-    parameters = {"splitting": splitting.name, "source": "official files" if files else "grammar + rule"}
-    info = BuildInfo.with_inputs("scan", f"scan/{splitting.name}", parameters,
-                                 seed if splitting.sampled and not files else None, inputs)
+    parameters, inputs = _recorded(splitting.name, official)
+    info = BuildInfo(family="scan", name=f"scan/{splitting.name}", parameters=parameters,
+                     seed=seed if splitting.sampled and not files else None, inputs=inputs)
     card = CardFacts(
         pretty_name=f"SCAN ({splitting.name})",
         rules=splitting.rules,

@@ -1,4 +1,4 @@
-"""The training loop: one zoo model on one benchmark, a fixed step budget, model selection by validation accuracy.
+"""The training loop: one zoo model on one benchmark, a fixed step budget, model selection by the recipe's `select`.
 
 `train` prepares a run (checks its arguments, opens or resumes its run folder, builds the tokenizer, model and
 optimizer), then steps, validating and checkpointing every `eval_every` steps. Re-running a killed run with the same
@@ -9,6 +9,7 @@ of (seed, step) (`batching`), and every random state that changes during trainin
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -24,10 +25,11 @@ from benchbuild.device import start_accelerator
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import EncodedSplit, batch_indices, by_length, collate, encode_rows, micro_batches
 from benchbuild.training.recipe import TrainingRecipe, recipe_family_for, resolve_recipe
-from benchbuild.training.run_folder import (TrainerState, append_log, latest_checkpoint, open_run, restore_checkpoint,
-                                            save_checkpoint, truncate_log, write_run)
+from benchbuild.training.run_folder import (TrainerState, append_log, latest_checkpoint, load_model, open_run,
+                                            restore_checkpoint, save_checkpoint, truncate_log, write_run)
 from benchbuild.training.tokenization import build_tokenizer
 from benchbuild.training.validation import split_validation, validation_exact_match
+from benchbuild.zoo.recipe import Selection
 
 
 @dataclass
@@ -79,6 +81,7 @@ class PreparedRun:
     resumed_from: int | None
     started: float  # perf_counter() less the seconds a killed run already spent: its time budget goes on counting
     window: list[float] = field(default_factory=list)  # the step losses since the last log line
+    logged_loss: tuple[float, int] | None = None  # the last log line's loss and how many steps it is the mean of
     validation_seconds: float = 0.0  # the last validation's duration: a time budget stops early enough to fit one more
     stopped_by: str = "step budget"
 
@@ -90,8 +93,8 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     """Train catalogue model `model` (a name or a `.toml` path) on the benchmark folder `data` into `out`.
 
     `max_steps` replaces the recipe's step budget; `max_minutes` also stops training once that much time has gone
-    into training and validation (summed over a killed run and its resumption): the run then validates, keeps the
-    better checkpoint and ends early, so its step count depends on the machine. `recipe` picks `scan` or `mt`
+    into training and validation (summed over a killed run and its resumption): the run then validates, selects by
+    the recipe's `select` and ends early, so its step count depends on the machine. `recipe` picks `scan` or `mt`
     (default: from the benchmark's family); `overrides` update recipe keys and `architecture_overrides` the
     model's architecture kwargs.
     """
@@ -101,11 +104,11 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
         overwrite=overwrite))
     with _StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance:
         while run.state.step < run.budget:
-            loss = step(run)
+            step(run)
             out_of_time = _out_of_time(run)
             if run.state.step % run.recipe.eval_every == 0 or run.state.step == run.budget or out_of_time:
                 validate_and_checkpoint(run)
-            advance(loss=loss, accuracy=run.state.best)
+            advance(training_status(run))
             if out_of_time:
                 run.stopped_by = "time budget"
                 break
@@ -128,6 +131,8 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     splits = load_splits(data)
     family = options.recipe or recipe_family_for(info.family)
     training_recipe = resolve_recipe(entry.recipes, family, options.overrides, source=str(entry.path))
+    # The recipe family's architecture keys (`[recipe.mt.architecture]`) go over the entry's, under the run's overrides.
+    entry = dataclasses.replace(entry, architecture={**entry.architecture, **training_recipe.architecture})
     budget = training_recipe.steps if options.max_steps is None else options.max_steps
     _check_budgets(budget, options.max_minutes)
     if "train" not in splits:
@@ -138,12 +143,17 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         "model": entry.name, "architecture": entry.architecture,
         "architecture_overrides": options.architecture_overrides or {},
         "benchmark": {name: split.fingerprint for name, split in info.splits.items()}, "seed": options.seed,
-        "recipe_family": family, "recipe": {k: v for k, v in training_recipe.to_dict().items() if k != "steps"},
-        "validation": validation_name,
+        # `select` only picks which checkpoint the root holds, so it stays out of the identity: run folders from
+        # before it existed resume (`_check_selection` guards a change of rule). The recipe's `architecture` is
+        # part of "architecture" above.
+        "recipe_family": family, "validation": validation_name,
+        "recipe": {key: value for key, value in training_recipe.to_dict().items()
+                   if key not in ("steps", "select", "architecture")},
     }
     accelerator = start_accelerator(options.device)
     # Under `accelerate launch`, only the main process writes the run folder; the others wait until it is ready.
     record = open_run(out, identity, options.overwrite) if accelerator.is_main_process else {}
+    _check_selection(out, record, training_recipe.select)
     accelerator.wait_for_everyone()
     set_seed(options.seed)
     tokenizer = _tokenizer(out, splits["train"], training_recipe, save=accelerator.is_main_process)
@@ -164,6 +174,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         "benchmark": {"path": str(data.resolve()), "family": info.family, "name": info.name,
                       "splits": {name: {"rows": s.rows, "fingerprint": s.fingerprint} for name, s in info.splits.items()}},
         "seed": options.seed, "recipe_family": family, "recipe": training_recipe.to_dict(), "step_budget": budget,
+        "select": training_recipe.select,
         "time_budget_minutes": options.max_minutes,
         "architecture_overrides": options.architecture_overrides or {}, "validation": validation_name,
         "validation_rows": len(validation_rows),
@@ -197,14 +208,15 @@ def step(run: PreparedRun) -> float:
     run.window.append(last_loss)
     log_every = max(1, training_recipe.eval_every // 10)
     if accelerator.is_main_process and (run.state.step % log_every == 0 or run.state.step == run.budget):
-        append_log(run.out, {"step": run.state.step, "loss": sum(run.window) / len(run.window), "lr": learning_rate})
+        run.logged_loss = (sum(run.window) / len(run.window), len(run.window))
+        append_log(run.out, {"step": run.state.step, "loss": run.logged_loss[0], "lr": learning_rate})
         run.window = []
     return last_loss
 
 
 def validate_and_checkpoint(run: PreparedRun) -> None:
-    """On the main process: validate, log the accuracy, save the model at the run folder's root when it is the best
-    so far, checkpoint and update `run.json`; every process waits until that is done."""
+    """On the main process: validate, log the accuracy, save the model at the run folder's root when the recipe's
+    `select` rule picks it (`selects`), checkpoint and update `run.json`; every process waits until that is done."""
     accelerator, state = run.accelerator, run.state
     if accelerator.is_main_process:
         validation_started = time.perf_counter()
@@ -216,13 +228,14 @@ def validate_and_checkpoint(run: PreparedRun) -> None:
         run.validation_seconds = time.perf_counter() - validation_started
         append_log(run.out, {"step": state.step, "validation_exact_match": accuracy,
                              "elapsed_s": round(state.elapsed, 1)})
-        if state.best is None or accuracy > state.best:
+        if selects("best_validation", accuracy, state.best):
             state.best, state.best_step = accuracy, state.step
+        if selects(run.recipe.select, accuracy, state.selected):
+            state.selected, state.selected_step = accuracy, state.step
             network.save_pretrained(run.out)
             run.tokenizer.save_pretrained(run.out)
         save_checkpoint(run.out, network, run.optimizer, run.scheduler, state)
-        run.record.update({"steps_done": state.step, "selected_step": state.best_step,
-                           "validation_exact_match": state.best, "status": "running"})
+        run.record.update({**_selection_record(state), "status": "running"})
         write_run(run.out, run.record)
     accelerator.wait_for_everyone()
 
@@ -231,12 +244,32 @@ def finish(run: PreparedRun) -> TrainResult:
     """Mark the run complete in `run.json` (main process) and say what it produced."""
     state = run.state
     if run.accelerator.is_main_process:
-        run.record.update({"steps_done": state.step, "selected_step": state.best_step,
-                           "validation_exact_match": state.best, "status": "complete", "stopped_by": run.stopped_by,
+        run.record.update({**_selection_record(state), "status": "complete", "stopped_by": run.stopped_by,
                            "elapsed_s": round(state.elapsed, 1)})
         write_run(run.out, run.record)
-    return TrainResult(run_dir=run.out, steps=state.step, selected_step=state.best_step,
-                       validation_exact_match=state.best, resumed_from=run.resumed_from)
+    return TrainResult(run_dir=run.out, steps=state.step, selected_step=state.selected_step,
+                       validation_exact_match=state.selected, resumed_from=run.resumed_from)
+
+
+def selects(select: Selection, accuracy: float, selected: float | None) -> bool:
+    """Whether a checkpoint just validated at `accuracy` replaces the one selected so far (validated at `selected`):
+    under `last` always; under `best_validation` when it is at least as accurate, so ties go to the later step."""
+    return select == "last" or selected is None or accuracy >= selected
+
+
+def _selection_record(state: TrainerState) -> dict[str, Any]:
+    """`run.json`'s account of the selection: the root's step and validation accuracy, and the best validation."""
+    return {"steps_done": state.step, "selected_step": state.selected_step, "validation_exact_match": state.selected,
+            "best_validation_step": state.best_step, "best_validation_exact_match": state.best}
+
+
+def _check_selection(out: Path, record: dict[str, Any], select: str) -> None:
+    """A resumed run keeps its selection rule: switching it midway would leave the root holding a checkpoint that
+    neither rule picks. A `run.json` without `select` predates the key (best validation) and may take either."""
+    recorded = record.get("select")
+    if recorded is not None and recorded != select:
+        raise BenchbuildError(f"{out} was trained with select = {recorded!r}, not {select!r}: resume it with "
+                              f"--set select={recorded}, or pass --overwrite to start again")
 
 
 def _out_of_time(run: PreparedRun) -> bool:
@@ -261,12 +294,10 @@ def _check_budgets(steps: int, minutes: float | None) -> None:
 
 def _network(entry, tokenizer, checkpoint: Path | None, architecture_overrides: dict | None):
     """The model: a checkpoint's when resuming, else a fresh one of the catalogue entry sized to the tokenizer."""
-    from benchbuild import zoo  # registers the zoo's classes, which loading a checkpoint needs
+    from benchbuild import zoo
 
     if checkpoint is not None:
-        from transformers import AutoModelForSeq2SeqLM
-
-        return AutoModelForSeq2SeqLM.from_pretrained(checkpoint)
+        return load_model(checkpoint)
     return zoo.build_model(entry, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                            overrides=architecture_overrides)
@@ -330,6 +361,18 @@ def _tokenizer(out: Path, train_split, training_recipe: TrainingRecipe, save: bo
     return tokenizer
 
 
+def training_status(run: PreparedRun) -> str:
+    """The progress bar's text: the loss of `train_log.jsonl`'s last line (the mean over the steps since the line
+    before, so the bar and the log agree), and the best validation exact match so far."""
+    status = ""
+    if run.logged_loss is not None and math.isfinite(run.logged_loss[0]):
+        loss, steps = run.logged_loss
+        status = f"loss {loss:.4f} (mean of last {steps} step{'s' if steps != 1 else ''})"
+    if run.state.best is not None:
+        status += f"  best val EM {run.state.best:.1f}%"
+    return status
+
+
 class _StepProgress:
     """A rich progress bar over optimizer steps (a no-op when disabled)."""
 
@@ -338,7 +381,7 @@ class _StepProgress:
 
     def __enter__(self):
         if not self.enabled:
-            return lambda **_: None
+            return lambda status: None
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -347,10 +390,7 @@ class _StepProgress:
         self.progress.start()
         task = self.progress.add_task("train", total=self.total, completed=self.done, status="")
 
-        def advance(loss: float | None, accuracy: float | None) -> None:
-            status = "" if loss is None or not math.isfinite(loss) else f"loss {loss:.4f}"
-            if accuracy is not None:
-                status += f"  best val EM {accuracy:.1f}%"
+        def advance(status: str) -> None:
             self.progress.update(task, advance=1, status=status)
 
         return advance

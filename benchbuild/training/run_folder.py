@@ -31,13 +31,16 @@ KEEP_CHECKPOINTS = 2
 
 @dataclass
 class TrainerState:
-    """How far training got: steps done, the best validation exact match and its step, and the seconds spent training
-    and validating (summed over a killed run and its resumption). Checkpointed with every checkpoint."""
+    """How far training got: steps done, the best validation exact match and its step, the selected checkpoint's
+    (the one at the run folder's root, chosen by the recipe's `select`) and the seconds spent training and validating
+    (summed over a killed run and its resumption). Checkpointed with every checkpoint."""
 
     step: int = 0
     best: float | None = None
     best_step: int | None = None
     elapsed: float = 0.0
+    selected: float | None = None
+    selected_step: int | None = None
 
 
 def read_run(run_dir: str | Path) -> dict[str, Any]:
@@ -46,6 +49,40 @@ def read_run(run_dir: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise BenchbuildError(f"{run_dir} is not a benchbuild run: {path} is missing")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_model(folder: str | Path):
+    """The model saved in `folder` (a run folder or one of its checkpoints; the zoo's classes are registered first);
+    a missing, truncated or otherwise unreadable file is a BenchbuildError naming it."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    from benchbuild import zoo
+
+    zoo.register()
+    folder = Path(folder)
+    try:
+        model = AutoModelForSeq2SeqLM.from_pretrained(folder)
+    except Exception as error:  # noqa: BLE001 - transformers and safetensors raise many kinds for one bad file
+        raise BenchbuildError(f"{_unreadable_file(folder, error)} cannot be loaded "
+                              f"({type(error).__name__}: {' '.join(str(error).split())[:200]}): the file is "
+                              f"truncated or corrupt; {_recovery(folder)}") from error
+    # Runs saved before the zoo left output lengths to the calls hold `max_length = 256`, which would make a
+    # `generate(max_new_tokens=N)` call warn that both are set.
+    zoo.catalogue.leave_lengths_to_calls(model.generation_config)
+    return model
+
+
+def _unreadable_file(folder: Path, error: BaseException) -> Path:
+    """The file of `folder` that `error` is about: the config when it names the config, else the weights."""
+    if "config" in str(error).lower() and "safetensors" not in str(error).lower():
+        return folder / "config.json"
+    return folder / "model.safetensors"
+
+
+def _recovery(checkpoint: Path) -> str:
+    if checkpoint.parent.name == CHECKPOINTS_DIR:
+        return f"delete {checkpoint} to resume from the checkpoint before it, or rerun with --overwrite"
+    return "retrain the run (benchbuild train ... --overwrite)"
 
 
 def write_run(out: Path, run: dict[str, Any]) -> None:
@@ -93,6 +130,7 @@ def save_checkpoint(out: Path, network, optimizer, scheduler, state: TrainerStat
         network.save_pretrained(tmp)
         torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": state.step,
                     "best": state.best, "best_step": state.best_step, "elapsed": state.elapsed,
+                    "selected": state.selected, "selected_step": state.selected_step,
                     "rng": _rng_state()}, tmp / STATE_FILE)
     for old in sorted((out / CHECKPOINTS_DIR).glob("step-*"))[:-KEEP_CHECKPOINTS]:
         shutil.rmtree(old)
@@ -101,11 +139,17 @@ def save_checkpoint(out: Path, network, optimizer, scheduler, state: TrainerStat
 def restore_checkpoint(checkpoint: Path, optimizer, scheduler) -> TrainerState:
     """Load a checkpoint's optimizer and scheduler state into `optimizer` and `scheduler`, set every RNG to its saved
     state and return how far training got (the weights load with `from_pretrained(checkpoint)`)."""
-    saved = torch.load(checkpoint / STATE_FILE, weights_only=True)
+    try:
+        saved = torch.load(checkpoint / STATE_FILE, weights_only=True)
+    except Exception as error:  # noqa: BLE001 - a truncated pickle raises EOFError, RuntimeError or UnpicklingError
+        raise BenchbuildError(f"{checkpoint / STATE_FILE} cannot be loaded ({type(error).__name__}): the file is "
+                              f"truncated or corrupt; {_recovery(checkpoint)}") from error
     optimizer.load_state_dict(saved["optimizer"])
     scheduler.load_state_dict(saved["scheduler"])
+    # A checkpoint written before `select` existed selected the best validation checkpoint.
     state = TrainerState(step=int(saved["step"]), best=saved["best"], best_step=saved["best_step"],
-                         elapsed=float(saved.get("elapsed", 0.0)))
+                         elapsed=float(saved.get("elapsed", 0.0)), selected=saved.get("selected", saved["best"]),
+                         selected_step=saved.get("selected_step", saved["best_step"]))
     _set_rng_state(saved["rng"])
     return state
 

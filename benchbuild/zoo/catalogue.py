@@ -5,13 +5,15 @@ so an installed wheel has its catalogue.
 
 An entry is data: `[architecture]` holds the keyword arguments of the model's `PretrainedConfig` and `kind` picks
 the module (transformer | dangle | syntactic_attention | lstm_attention | hf); `[recipe.scan]` / `[recipe.mt]` hold
-the training recipe per benchmark family (the keys are `TrainingRecipe`'s fields); `[[reported]]` the numbers the
-paper reports, `paper` the ids of `benchbuild.papers`. Unknown keys anywhere are an error naming the file and key.
+the training recipe per benchmark family (the keys are `TrainingRecipe`'s fields), and a recipe's `architecture`
+sub-table (`[recipe.mt.architecture]`) the architecture keys that family's runs change (`resolved_architecture`);
+`[[reported]]` the numbers the paper reports, `paper` the ids of `benchbuild.papers`. Unknown keys anywhere are an
+error naming the file and key.
 
 A variant says `extends = "transformer"` (a catalogue name, or a `.toml` path relative to the file) and sets only
-what differs: its `[architecture]` and `[recipe.*]` tables are merged key by key over the parent's (which may
-itself extend another). `name`, `paper`, `summary` and `[[reported]]` are never inherited: they describe this
-model, and a parent's reported numbers are not the variant's.
+what differs: its `[architecture]`, `[recipe.*]` and `[recipe.*.architecture]` tables are merged key by key over
+the parent's (which may itself extend another). `name`, `paper`, `summary` and `[[reported]]` are never inherited:
+they describe this model, and a parent's reported numbers are not the variant's.
 
 `kind = "hf"` entries build any `transformers` seq2seq model: either `path` (a local config.json or a config /
 checkpoint folder: `AutoModelForSeq2SeqLM.from_config` / `from_pretrained`) or `model_type` plus that config's
@@ -20,8 +22,10 @@ keyword arguments (`AutoConfig.for_model`); the model is resized to the benchmar
 Notes on the zoo <-> training interface:
 - `kind = "hf"` also accepts `model_type` + config kwargs instead of `path` (models/hf.toml builds a small BART);
   such from-scratch models get no forced BOS/EOS tokens, so they stop where they predict EOS like the others.
-- `build_model` sets `generation_config.max_length = 256` (transformers' default of 20 cuts SCAN outputs); pass
-  `max_length` to `generate()` rather than `max_new_tokens` to avoid transformers' warning about both being set.
+- `build_model` stores no output length in `generation_config` (neither `max_length` nor `max_new_tokens`), so a
+  `generate()` call may pass either without transformers' warning that both are set (a stored one would also take
+  precedence over, or clash with, the call's). Pass one: transformers' default of 20 new tokens cuts SCAN outputs.
+  `benchbuild.evaluation.decoding` passes `max_new_tokens`.
 - `get_encoder()` returns a weight-less view whose `forward(input_ids, attention_mask)` gives the encoder output;
   Syntactic Attention's and Dangle's encoder outputs carry extra tensors (translation stream, source ids), which
   `generate()` expands for beam search like any `ModelOutput` field.
@@ -128,13 +132,29 @@ def _read(path: Path, extended_by: tuple[Path, ...] = ()) -> ModelEntry:
     if "extends" in own:
         parent = _read(_parent_path(own["extends"], path, extended_by), (*extended_by, path.resolve()))
         architecture = {**parent.architecture, **architecture}
-        recipes = {family: {**parent.recipes.get(family, {}), **recipes.get(family, {})}
+        recipes = {family: _merged_recipe(parent.recipes.get(family, {}), recipes.get(family, {}))
                    for family in {**parent.recipes, **recipes}}
     _check_architecture(architecture, where)
     for family, recipe in recipes.items():
         from_table(TrainingRecipe, recipe, where, f"[recipe.{family}]")  # complete, and every value in range
+        if recipe.get("architecture"):
+            _check_architecture({**architecture, **recipe["architecture"]}, f"{where} [recipe.{family}.architecture]")
     return ModelEntry(name=own["name"], paper=own["paper"], summary=own["summary"], architecture=architecture,
                       recipes=recipes, reported=reported, path=path, extends=own.get("extends"))
+
+
+def _merged_recipe(parent: dict, own: dict) -> dict:
+    """A variant's recipe table over its parent's, key by key, its `architecture` sub-table too."""
+    merged = {**parent, **own}
+    if "architecture" in parent or "architecture" in own:
+        merged["architecture"] = {**parent.get("architecture", {}), **own.get("architecture", {})}
+    return merged
+
+
+def resolved_architecture(entry: ModelEntry, family: str) -> dict:
+    """The architecture `entry`'s runs on recipe family `family` build: `[architecture]` with the recipe's
+    `[recipe.FAMILY.architecture]` merged over it (`train`'s architecture overrides go over both)."""
+    return {**entry.architecture, **entry.recipes.get(family, {}).get("architecture", {})}
 
 
 def _parent_path(reference: str, path: Path, extended_by: tuple[Path, ...]) -> Path:
@@ -185,8 +205,15 @@ def build_model(entry: ModelEntry, *, vocab_size: int, pad_token_id: int, bos_to
         model = model_class(config_class(vocab_size=vocab_size, **ids, **architecture))
     for key, value in ids.items():
         setattr(model.generation_config, key, value)
-    model.generation_config.max_length = max(model.generation_config.max_length or 0, 256)
+    leave_lengths_to_calls(model.generation_config)
     return model
+
+
+def leave_lengths_to_calls(generation_config) -> None:
+    """Store no output length: each `generate()` call passes `max_new_tokens` or `max_length`, and a stored one would
+    make transformers warn that both are set (and take precedence over the call's `max_length`)."""
+    generation_config.max_length = None
+    generation_config.max_new_tokens = None
 
 
 def _build_hf(architecture: dict, entry_path: Path, vocab_size: int, ids: dict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import typing
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping
 
 from benchbuild.errors import BenchbuildError
@@ -13,6 +13,7 @@ from benchbuild.toml_schema import check_overrides
 RecipeFamily = Literal["scan", "mt"]
 RECIPE_FAMILIES: tuple[str, ...] = typing.get_args(RecipeFamily)
 Schedule = Literal["constant", "inverse_sqrt"]
+Selection = Literal["best_validation", "last"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,13 @@ class TrainingRecipe:
     `length_groups`: the same cut, into this many parts, for models that take a batch's parts in one forward pass
     (`accepts_length_groups`, the zoo Transformer): position-wise layers run once over all parts and only attention
     runs part by part, so more parts (less padding) cost little; 8 was fastest for SCAN batches of 256.
+
+    `select`: which validated checkpoint the run folder's root holds. `best_validation` keeps the one of highest
+    validation exact match (of tied ones, the later); `last` keeps the final step's, as papers that train for a fixed
+    budget report it (003 §3.2: early stopping on in-distribution validation can halve generalization accuracy).
+
+    `architecture` (`[recipe.mt.architecture]`): architecture keys this family's runs change, merged over the entry's
+    `[architecture]` (and under `train`'s architecture overrides): the papers train bigger models on MT than on SCAN.
     """
 
     steps: int
@@ -45,6 +53,8 @@ class TrainingRecipe:
     adam_beta2: float = 0.999
     micro_batches: int = 4
     length_groups: int = 8
+    select: Selection = "best_validation"
+    architecture: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         positive = {"steps": self.steps, "batch_size": self.batch_size, "eval_every": self.eval_every,

@@ -74,3 +74,14 @@ def test_a_run_without_metrics_is_an_error_saying_what_to_run(tmp_path):
     (tmp_path / "run" / "run.json").write_text(json.dumps({"model": "m", "seed": 0}))
     with pytest.raises(BenchbuildError, match="benchbuild eval --run"):
         build_report([tmp_path / "run"])
+
+
+def test_report_without_out_writes_beside_the_first_run_folder_not_into_the_working_folder(runs, tmp_path,
+                                                                                          monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = CliRunner().invoke(app, ["report", *map(str, runs)])
+    assert result.exit_code == 0, result.output
+    assert (runs[0].parent / "report.md").is_file() and (runs[0].parent / "report.csv").is_file()
+    assert list(elsewhere.iterdir()) == []

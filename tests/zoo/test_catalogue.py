@@ -193,3 +193,31 @@ def test_hf_entry_refuses_a_checkpoint_with_pickled_weights_only(tmp_path):
     entry_path.write_text('name = "old"\npaper = "-"\nsummary = "x"\n[architecture]\nkind = "hf"\npath = "old"\n')
     with pytest.raises(BenchbuildError, match="safetensors checkpoints only"):
         build_model(load_entry(entry_path), vocab_size=20, **IDS)
+
+
+def test_mt_runs_of_transformer_train_the_iwslt_architecture_of_000_appendix_a2():
+    from benchbuild.zoo.catalogue import resolved_architecture
+
+    transformer = load_entry("transformer")
+    mt = resolved_architecture(transformer, "mt")
+    assert {key: mt[key] for key in ("d_model", "d_ff", "num_heads", "encoder_layers", "decoder_layers", "dropout")} \
+        == {"d_model": 512, "d_ff": 1024, "num_heads": 4, "encoder_layers": 6, "decoder_layers": 6, "dropout": 0.3}
+    assert resolved_architecture(transformer, "scan") == transformer.architecture  # 003 Table 4's 128-dim model
+    sag = resolved_architecture(load_entry("sag"), "mt")  # the variant's own keys stay, the MT sizes go over them
+    assert (sag["encoder_layers"], sag["d_model"], sag["encoder_self_attention_gate"]) == (6, 512, -1.0)
+
+
+def test_a_variant_merges_its_recipe_architecture_key_by_key(tmp_path):
+    from benchbuild.zoo.catalogue import resolved_architecture
+
+    (tmp_path / "light.toml").write_text('name = "light"\npaper = "-"\nsummary = "x"\nextends = "transformer"\n'
+                                         '[recipe.mt.architecture]\ndropout = 0.1\n')
+    mt = resolved_architecture(load_entry(tmp_path / "light.toml"), "mt")
+    assert (mt["d_model"], mt["encoder_layers"], mt["dropout"]) == (512, 6, 0.1)
+
+
+def test_an_unknown_key_in_a_recipe_architecture_is_an_error_naming_it(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(load_entry("transformer").path.read_text().replace("d_ff = 1024\n", "d_ff = 1024\ncolour = 1\n", 1))
+    with pytest.raises(BenchbuildError, match=r"\[recipe.mt.architecture\].*unknown key 'colour'"):
+        load_entry(path)

@@ -48,3 +48,15 @@ def test_zoo_papers_gives_every_paper_its_full_citation_and_models(monkeypatch):
     for paper in PAPERS.values():
         assert f"{paper.id} {paper.citation()} benchbuild: {paper.implements}" in text
     assert "zoo: dangle, rdangle_sep, rdangle_shr" in text
+
+
+def test_zoo_model_shows_each_recipe_familys_architecture_and_parameter_count(monkeypatch):
+    lines = zoo(monkeypatch, "--model", "transformer")
+    assert max(map(len, lines)) <= 80 and lines[0] == "transformer"
+    text = " ".join(" ".join(lines).split())
+    mt, scan = text.split("[recipe.mt] ")[1].split("[recipe.scan] ")
+    assert "d_model = 512" in mt and "encoder_layers = 6" in mt and "dropout = 0.3" in mt
+    assert "select = best_validation" in mt and "(vocabulary 10,000)" in mt
+    assert "d_model = 128" in scan and "select = last" in scan and "keys this recipe changes: none" in scan
+    assert int(mt.split(" parameters")[0].replace(",", "")) > 30_000_000 > int(scan.split(" parameters")[0]
+                                                                               .replace(",", ""))

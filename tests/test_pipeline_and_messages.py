@@ -1,0 +1,81 @@
+"""Refusals a user can act on: a pipeline is checked whole before its first step runs; a corrupt checkpoint is named;
+a loaded run generates without a warning; `report` writes beside the runs; the progress bar shows the logged loss."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from benchbuild.cli import main
+
+
+def benchbuild(monkeypatch, capsys, *arguments: str) -> tuple[int, str]:
+    """Run `benchbuild ARGUMENTS` in this process as the console entry point does: its exit code and stderr."""
+    monkeypatch.setattr(sys, "argv", ["benchbuild", *arguments])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    return stop.value.code, capsys.readouterr().err
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("benchbuild: error:")]
+
+
+SCAN_STEP = """
+[[steps]]
+command = "build-scan"
+options = {{ out = "{out}", split = ["simple"] }}
+"""
+
+
+@pytest.mark.parametrize("second_step, named", [
+    ('command = "train"\noptions = {{ model = "transformer", data = "scan/simple" }}', "--out"),  # required
+    ('command = "eval"\noptions = {{ run = "r", data = "d", beam = 0 }}', "--beam"),                 # out of range
+    ('command = "train"\noptions = {{ model = "m", data = "d", out = "r", seed = "many" }}', "--seed"),  # type
+    ('command = "train"\noptions = {{ model = "m", data = "d", out = "r", device = "gpu" }}', "--device"),  # callback
+    ('command = "build-scan"\noptions = {{ out = "again", split = ["nosuch"] }}', "nosuch"),      # parameters check()
+    ('command = "run"\noptions = {{ recipe = "{nested}" }}', "'beams'"),                         # nested recipe
+])
+def test_a_bad_later_step_is_refused_before_the_first_step_writes_anything(monkeypatch, capsys, tmp_path,
+                                                                           second_step, named):
+    nested = tmp_path / "nested.toml"
+    nested.write_text('[[steps]]\ncommand = "eval"\noptions = { run = "r", data = "d", beams = 4 }\n', encoding="utf-8")
+    pipeline = tmp_path / "pipeline.toml"
+    pipeline.write_text(SCAN_STEP.format(out=tmp_path / "scan") + "\n[[steps]]\n"
+                        + second_step.format(nested=nested) + "\n", encoding="utf-8")
+
+    code, stderr = benchbuild(monkeypatch, capsys, "run", str(pipeline))
+
+    assert code in (1, 2)
+    [line] = error_lines(stderr)
+    assert named in line and "step" in line
+    assert "Traceback" not in stderr
+    assert not (tmp_path / "scan").exists()
+
+
+def test_a_nested_recipe_that_runs_its_parent_is_refused_before_any_step(monkeypatch, capsys, tmp_path):
+    pipeline, nested = tmp_path / "pipeline.toml", tmp_path / "nested.toml"
+    pipeline.write_text(SCAN_STEP.format(out=tmp_path / "scan") + f'\n[[steps]]\ncommand = "run"\noptions = {{ recipe = "{nested}" }}\n',
+                        encoding="utf-8")
+    nested.write_text(f'[[steps]]\ncommand = "run"\noptions = {{ recipe = "{pipeline}" }}\n', encoding="utf-8")
+
+    code, stderr = benchbuild(monkeypatch, capsys, "run", str(pipeline))
+
+    assert code == 1
+    assert "runs itself" in error_lines(stderr)[0]
+    assert not (tmp_path / "scan").exists()
+
+
+def test_a_valid_pipeline_runs_its_nested_recipe_in_order(monkeypatch, capsys, tmp_path):
+    nested = tmp_path / "nested.toml"
+    nested.write_text(SCAN_STEP.format(out=tmp_path / "nested"), encoding="utf-8")
+    pipeline = tmp_path / "pipeline.toml"
+    pipeline.write_text(SCAN_STEP.format(out=tmp_path / "scan") + f'\n[[steps]]\ncommand = "run"\noptions = {{ recipe = "{nested}" }}\n',
+                        encoding="utf-8")
+
+    code, stderr = benchbuild(monkeypatch, capsys, "run", str(pipeline))
+
+    assert code == 0, stderr
+    assert (tmp_path / "scan" / "simple" / "build.json").is_file()
+    assert (tmp_path / "nested" / "simple" / "build.json").is_file()

@@ -1,0 +1,138 @@
+"""Which checkpoint a run folder's root holds: the recipe's `select` (`last`, or `best_validation` with ties to the
+later step)."""
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from benchbuild import zoo
+from benchbuild.cli import app
+from benchbuild.errors import BenchbuildError
+from benchbuild.evaluation.report import build_report, markdown_table
+from benchbuild.training.loop import selects, train
+from benchbuild.zoo.recipe import TrainingRecipe
+
+pytestmark = pytest.mark.shared
+
+# Validation exact match by step: a peak at step 20, reached again at step 40, then a drop.
+HISTORY = [(10, 50.0), (20, 100.0), (30, 80.0), (40, 100.0), (50, 90.0)]
+
+
+def selected(select, history):
+    """The (step, accuracy) the root would hold after validating `history` in order."""
+    chosen = None
+    for step, accuracy in history:
+        if selects(select, accuracy, None if chosen is None else chosen[1]):
+            chosen = (step, accuracy)
+    return chosen
+
+
+def root_weights(run_dir):
+    return (run_dir / "model.safetensors").read_bytes()
+
+
+def checkpoint_weights(run_dir, step):
+    return (run_dir / "checkpoints" / f"step-{step:08d}" / "model.safetensors").read_bytes()
+
+
+def validations(run_dir):
+    lines = [json.loads(line) for line in (run_dir / "train_log.jsonl").read_text().splitlines()]
+    return {line["step"]: line["validation_exact_match"] for line in lines if "validation_exact_match" in line}
+
+
+def test_last_keeps_the_final_validated_step():
+    assert selected("last", HISTORY) == (50, 90.0)
+
+
+def test_best_validation_keeps_the_peak_and_a_tie_goes_to_the_later_step():
+    assert selected("best_validation", HISTORY) == (40, 100.0)
+    assert selected("best_validation", HISTORY[:3]) == (20, 100.0)
+
+
+def test_the_recipe_key_is_checked_like_any_other():
+    assert TrainingRecipe(steps=1, batch_size=1, learning_rate=1.0).select == "best_validation"
+    assert TrainingRecipe.checked_overrides({"select": "last"}, "--set") == {"select": "last"}
+    with pytest.raises(BenchbuildError, match="--set select must be one of best_validation, last, not .final."):
+        TrainingRecipe.checked_overrides({"select": "final"}, "--set")
+
+
+def test_scan_recipes_of_fixed_budget_papers_keep_the_last_step_and_mt_recipes_the_best_validation():
+    for name in ("transformer", "sag", "fusion", "universal_transformer", "dangle", "hf"):
+        assert zoo.load_entry(name).recipes["scan"]["select"] == "last", name
+    for name in ("transformer", "sag", "fusion", "dangle", "rdangle_shr", "hf"):
+        assert zoo.load_entry(name).recipes["mt"]["select"] == "best_validation", name
+    for name in ("syntactic_attention", "lstm_attention"):  # 002 §3: early stopping on held-out train rows
+        assert zoo.load_entry(name).recipes["scan"]["select"] == "best_validation", name
+
+
+def test_train_with_select_last_leaves_the_final_checkpoint_at_the_root(tiny_scan, tiny_model, tmp_path):
+    run_dir = tmp_path / "run"
+    result = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--data", str(tiny_scan), "--out",
+                                      str(run_dir), "--device", "cpu", "--max-steps", "15", "--set", "select=last",
+                                      "--set", "eval_every=5"])
+    assert result.exit_code == 0, result.output
+    assert "selected step 15" in result.output
+    assert sorted(validations(run_dir)) == [5, 10, 15]  # validation still runs and is logged
+    assert root_weights(run_dir) == checkpoint_weights(run_dir, 15)
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["select"] == "last" and run["selected_step"] == 15
+    assert run["validation_exact_match"] == validations(run_dir)[15]
+    assert run["best_validation_exact_match"] == max(validations(run_dir).values())
+
+
+def test_train_with_best_validation_keeps_the_latest_of_the_best_steps(tiny_scan, tiny_model, tmp_path):
+    result = train(tiny_model, tiny_scan, tmp_path / "run", device="cpu", progress=False, max_steps=15,
+                   overrides={"eval_every": 5})
+    accuracies = validations(tmp_path / "run")
+    best = max(accuracies.values())
+    assert result.selected_step == max(step for step, accuracy in accuracies.items() if accuracy == best)
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["select"] == "best_validation" and run["selected_step"] == result.selected_step
+    if result.selected_step in (10, 15):  # the two newest checkpoints are kept
+        assert root_weights(tmp_path / "run") == checkpoint_weights(tmp_path / "run", result.selected_step)
+
+
+def test_a_run_folder_from_before_select_resumes_under_the_recipes_rule(tiny_scan, tiny_model, tmp_path):
+    run_dir = tmp_path / "run"
+    train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=10, overrides={"eval_every": 5})
+    # Make it look like a run of an earlier benchbuild: no `select` in run.json or in the trainer state.
+    run = json.loads((run_dir / "run.json").read_text())
+    del run["select"], run["recipe"]["select"]
+    (run_dir / "run.json").write_text(json.dumps(run))
+    state_file = run_dir / "checkpoints" / "step-00000010" / "trainer_state.pt"
+    state = torch.load(state_file, weights_only=True)
+    del state["selected"], state["selected_step"]
+    torch.save(state, state_file)
+
+    result = train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=15,
+                   overrides={"eval_every": 5, "select": "last"})
+    assert result.resumed_from == 10 and result.selected_step == 15
+    assert root_weights(run_dir) == checkpoint_weights(run_dir, 15)
+    assert json.loads((run_dir / "run.json").read_text())["select"] == "last"
+
+
+def test_resuming_under_another_rule_than_the_run_was_started_with_is_refused(tiny_scan, tiny_model, tmp_path):
+    run_dir = tmp_path / "run"
+    train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=5,
+          overrides={"eval_every": 5, "select": "last"})
+    with pytest.raises(BenchbuildError, match="select = 'last'.*--set select=last"):
+        train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=10,
+              overrides={"eval_every": 5})
+
+
+def test_report_names_each_groups_selection_rule_and_reads_old_runs_as_best_validation(tmp_path):
+    runs = []
+    for seed, select in ((0, "last"), (1, None)):
+        folder = tmp_path / f"seed{seed}"
+        folder.mkdir()
+        run = {"model": "no_such_model", "seed": seed, **({"select": select} if select else {})}
+        (folder / "run.json").write_text(json.dumps(run))
+        (folder / "metrics.json").write_text(json.dumps({"benchmark": "scan/simple", "split": "test",
+                                                         "exact_match": 50.0 + seed}))
+        runs.append(folder)
+    rows = build_report(runs)
+    assert [row.select for row in rows] == ["last, best_validation"]
+    assert markdown_table(rows).splitlines()[2].endswith("| last, best_validation |")
+    assert build_report(runs[:1])[0].select == "last"
