@@ -46,3 +46,25 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip_gpu)
+
+
+@pytest.fixture
+def logged():
+    """`with logged("transformers") as messages:` collects what a library logs (its own loggers do not propagate to
+    pytest's caplog)."""
+    import contextlib
+    import logging
+
+    @contextlib.contextmanager
+    def collect(name: str):
+        messages: list[str] = []
+        handler = logging.Handler(logging.DEBUG)
+        handler.emit = lambda record: messages.append(record.getMessage())
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        try:
+            yield messages
+        finally:
+            logger.removeHandler(handler)
+
+    return collect

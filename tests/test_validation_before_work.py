@@ -3,7 +3,6 @@ written; help texts show their brackets; a built benchmark's card loads in `data
 
 from __future__ import annotations
 
-import logging
 import subprocess
 import sys
 
@@ -138,25 +137,12 @@ def test_help_shows_the_toml_brackets_it_names(command, shown):
     assert shown in result.output
 
 
-class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
 @pytest.mark.parametrize("format", ["arrow", "parquet"])
-def test_load_dataset_reads_the_card_metadata_of_a_built_scan_folder_without_a_warning(scan_simple, format, tmp_path):
-    records = _Records()
-    logger = logging.getLogger("datasets")
-    logger.addHandler(records)
-    try:
+def test_load_dataset_reads_the_card_metadata_of_a_built_scan_folder_without_a_warning(scan_simple, format, tmp_path,
+                                                                                       logged):
+    with logged("datasets") as messages:
         loaded = datasets.load_dataset(str(scan_simple[format]), cache_dir=str(tmp_path / "hf-cache"))
-    finally:
-        logger.removeHandler(records)
-    assert not [m for m in records.messages if "dataset_info from the dataset card" in m], records.messages
+    assert not [m for m in messages if "dataset_info from the dataset card" in m], messages
     assert {name: len(split) for name, split in loaded.items()} == {"train": 16728, "test": 4182}
 
 

@@ -4,7 +4,6 @@ the progress bar shows the loss that `train_log.jsonl` records for the same step
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 import sys
 import warnings
@@ -59,42 +58,27 @@ def test_resuming_from_a_truncated_checkpoint_file_names_the_file(run_copy, tiny
     assert f"delete {checkpoint}" in str(refused.value)
 
 
-class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
-def generate_quietly(run_dir) -> list[str]:
+def generate_quietly(run_dir, logged) -> list[str]:
     """What loading `run_dir` and `generate(max_new_tokens=5)` warn or log (transformers logs via its logger)."""
-    records = _Records()
-    logger = logging.getLogger("transformers")
-    logger.addHandler(records)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            model = load_model(run_dir)
-            model.generate(torch.tensor([[5, 6, 2]]), max_new_tokens=5)
-    finally:
-        logger.removeHandler(records)
-    return [str(warning.message) for warning in caught] + [m for m in records.messages if "max_" in m]
+    with logged("transformers") as messages, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = load_model(run_dir)
+        model.generate(torch.tensor([[5, 6, 2]]), max_new_tokens=5)
+    return [str(warning.message) for warning in caught] + [m for m in messages if "max_" in m]
 
 
-def test_a_loaded_run_generates_with_max_new_tokens_without_a_warning(trained_run):
+def test_a_loaded_run_generates_with_max_new_tokens_without_a_warning(trained_run, logged):
     saved = json.loads((trained_run / "generation_config.json").read_text())
     assert saved.get("max_length") is None and saved.get("max_new_tokens") is None
-    assert generate_quietly(trained_run) == []
+    assert generate_quietly(trained_run, logged) == []
 
 
-def test_a_run_saved_with_max_length_also_generates_without_a_warning(run_copy):
+def test_a_run_saved_with_max_length_also_generates_without_a_warning(run_copy, logged):
     path = run_copy / "generation_config.json"
     saved = json.loads(path.read_text())
     saved.pop("max_new_tokens", None)
     path.write_text(json.dumps({**saved, "max_length": 256}))
-    assert generate_quietly(run_copy) == []
+    assert generate_quietly(run_copy, logged) == []
 
 
 def test_the_progress_bar_shows_the_loss_train_log_records_for_the_same_step(tiny_scan, tiny_model, tmp_path):
