@@ -280,7 +280,7 @@ def train_command(
     max_steps: Annotated[Optional[int], typer.Option("--max-steps", min=1, help="Step budget (default: the recipe's).")] = None,
     max_minutes: Annotated[Optional[float], typer.Option(
         "--max-minutes", callback=_positive_minutes, help="Also stop after this many minutes of training and validation, then validate once "
-        "more and keep the best checkpoint.")] = None,
+        "more and keep the checkpoint the recipe's `select` names.")] = None,
     device: DeviceOption("Where to train") = "auto",
     recipe: Annotated[Optional[Literal["scan", "mt"]], typer.Option(
         "--recipe", help="Recipe family (default: from the benchmark's family).")] = None,
