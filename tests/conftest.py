@@ -68,3 +68,19 @@ def logged():
             logger.removeHandler(handler)
 
     return collect
+
+
+@pytest.fixture(scope="session")
+def dask_scheduler():
+    """The address of a real Dask `LocalCluster` for the whole session: 2 single-threaded worker processes, no
+    dashboard (commands join it with `--engine dask --scheduler ADDRESS`)."""
+    import logging
+
+    distributed = pytest.importorskip("distributed", reason="Dask distributed is not installed (the `distributed` "
+                                      "extra)")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=logging.CRITICAL)
+    try:
+        yield cluster.scheduler_address
+    finally:
+        cluster.close()
