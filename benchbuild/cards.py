@@ -114,9 +114,15 @@ def _environment() -> jinja2.Environment:
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
+def card_template(name: str) -> jinja2.Template:
+    """A card template of the package (`data_cards/NAME`): a benchmark family's, or `model_card.md.j2`, the one a
+    training run's README.md is rendered from (`benchbuild.training.model_card`)."""
+    return _environment().get_template(name)
+
+
 def render_card(benchmark: CardSubject) -> str:
     """The full README.md of a benchmark: YAML front matter, then the family template's sections."""
     header = yaml.safe_dump(front_matter(benchmark), sort_keys=False, allow_unicode=True, width=1000)
-    template = _environment().get_template(f"{benchmark.info.family}.md.j2")
+    template = card_template(f"{benchmark.info.family}.md.j2")
     body = template.render(info=benchmark.info, card=benchmark.card, stats=split_statistics(benchmark))
     return f"---\n{header}---\n\n{body.strip()}\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 
 @dataclass(frozen=True)
@@ -57,3 +58,21 @@ PAPERS: dict[str, Paper] = {paper.id: paper for paper in (
 def cited_ids(text: str) -> list[str]:
     """The paper ids a catalogue field cites, in order: "000, 003" -> ["000", "003"]; "—" -> []."""
     return re.findall(r"(?<!\d)\d{3}(?!\d)", text)
+
+
+def reported_with(paper_id: str, entries: Iterable[Any]) -> list[str]:
+    """How each number paper `paper_id` reports for a catalogue entry is trained here: one line per model and
+    recipe, "transformer: recipe scan_000, select last: scan/addprim_jump, scan/simple" (entries: `ModelEntry`s)."""
+    lines = []
+    for entry in entries:
+        benchmarks: dict[str, list[str]] = {}
+        for row in entry.reported:
+            if paper_id in cited_ids(row["table"]):
+                names = benchmarks.setdefault(row.get("recipe", ""), [])
+                if row["benchmark"] not in names:
+                    names.append(row["benchmark"])
+        for recipe, names in benchmarks.items():
+            how = (f"recipe {recipe}, select {entry.recipes[recipe].get('select', 'best_validation')}" if recipe
+                   else "no recipe named")
+            lines.append(f"{entry.name}: {how}: {', '.join(names)}")
+    return lines

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchbuild.papers import PAPERS, cited_ids
+from benchbuild.papers import PAPERS, cited_ids, reported_with
 from benchbuild.zoo import list_entries
 
 
@@ -27,3 +27,29 @@ def test_every_paper_the_catalogue_cites_is_in_the_table():
         cited = cited_ids(entry.paper) + [id for row in entry.reported for id in cited_ids(row["table"])]
         assert entry.name == "hf" or cited, entry.name
         assert set(cited) <= set(PAPERS), entry.name
+
+
+def test_reported_with_gives_each_papers_numbers_recipe_and_selection_rule():
+    from benchbuild.zoo import load_entry
+
+    entries = [load_entry(name) for name in ("transformer", "sag", "dangle")]
+    assert reported_with("000", entries) == [
+        "transformer: recipe scan_000, select last: scan/addprim_jump, scan/template_around_right, scan/simple",
+        "transformer: recipe mt, select best_validation: iwslt14_de_en",
+        "transformer: recipe nounadj, select best_validation: nounadj",
+        "sag: recipe scan, select last: scan/addprim_jump, scan/template_around_right, scan/simple",
+        "sag: recipe mt, select best_validation: iwslt14_de_en",
+        "sag: recipe nounadj, select best_validation: nounadj"]
+    assert reported_with("001", entries) == [
+        "transformer: recipe mt_001, select best_validation: react/cg_test",
+        "dangle: recipe mt, select best_validation: cognition/cg_test, react/cg_test"]
+    assert reported_with("004", entries) == []
+
+
+def test_reported_with_says_when_a_number_names_no_recipe(tmp_path):
+    from benchbuild.zoo import load_entry
+
+    path = tmp_path / "mine.toml"
+    path.write_text('name = "mine"\npaper = "003"\nsummary = "x"\nextends = "transformer"\n[[reported]]\n'
+                    'benchmark = "scan/length"\nmetric = "exact_match"\nvalue = 1.0\ntable = "003 Table 1"\n')
+    assert reported_with("003", [load_entry(path)]) == ["mine: no recipe named: scan/length"]

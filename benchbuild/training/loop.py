@@ -24,7 +24,8 @@ from benchbuild.benchmark import load_splits, read_build_info
 from benchbuild.device import start_accelerator
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import EncodedSplit, batch_indices, by_length, collate, encode_rows, micro_batches
-from benchbuild.training.recipe import TrainingRecipe, recipe_family_for, resolve_recipe
+from benchbuild.training.model_card import write_model_card
+from benchbuild.training.recipe import TrainingRecipe, default_recipe, resolve_recipe
 from benchbuild.training.run_folder import (TrainerState, append_log, latest_checkpoint, load_model, open_run,
                                             restore_checkpoint, save_checkpoint, truncate_log, write_run)
 from benchbuild.training.tokenization import build_tokenizer
@@ -94,9 +95,10 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
 
     `max_steps` replaces the recipe's step budget; `max_minutes` also stops training once that much time has gone
     into training and validation (summed over a killed run and its resumption): the run then validates, selects by
-    the recipe's `select` and ends early, so its step count depends on the machine. `recipe` picks `scan` or `mt`
-    (default: from the benchmark's family); `overrides` update recipe keys and `architecture_overrides` the
-    model's architecture kwargs.
+    the recipe's `select` and ends early, so its step count depends on the machine. `recipe` names one of the entry's
+    recipes (default: `recipe.default_recipe`, the one the entry's reported number on this benchmark was made with,
+    else the benchmark family's); `overrides` update recipe keys and `architecture_overrides` the model's
+    architecture kwargs. The run folder's README.md is its model card (`model_card`).
     """
     run = prepare(model, data, out, RunOptions(
         seed=seed, max_steps=max_steps, max_minutes=max_minutes, device=device, recipe=recipe, overrides=overrides,
@@ -129,7 +131,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     data, out = Path(data), Path(out)
     info = read_build_info(data)
     splits = load_splits(data)
-    family = options.recipe or recipe_family_for(info.family)
+    family = options.recipe or default_recipe(entry.recipes, entry.reported, info.family, info.name, info.splits)
     training_recipe = resolve_recipe(entry.recipes, family, options.overrides, source=str(entry.path))
     # The recipe family's architecture keys (`[recipe.mt.architecture]`) go over the entry's, under the run's overrides.
     entry = dataclasses.replace(entry, architecture={**entry.architecture, **training_recipe.architecture})
@@ -247,6 +249,7 @@ def finish(run: PreparedRun) -> TrainResult:
         run.record.update({**_selection_record(state), "status": "complete", "stopped_by": run.stopped_by,
                            "elapsed_s": round(state.elapsed, 1)})
         write_run(run.out, run.record)
+        write_model_card(run.out, run.record, run.accelerator.unwrap_model(run.network))
     return TrainResult(run_dir=run.out, steps=state.step, selected_step=state.selected_step,
                        validation_exact_match=state.selected, resumed_from=run.resumed_from)
 

@@ -1,8 +1,8 @@
-"""Which recipe trains a run: the catalogue entry's table for the benchmark's family, with the run's overrides."""
+"""Which recipe trains a run: the catalogue entry's recipe for the benchmark, with the run's overrides."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.toml_schema import check_table, from_table
@@ -17,11 +17,31 @@ def recipe_family_for(benchmark_family: str) -> str:
     return "scan" if benchmark_family in SCAN_LIKE_FAMILIES else "mt"
 
 
+def default_recipe(recipes: Mapping[str, Any], reported: Iterable[Mapping[str, Any]], benchmark_family: str,
+                   benchmark_name: str, splits: Iterable[str] = ()) -> str:
+    """The recipe a run of an entry (its `recipes` and `[[reported]]` rows) trains with on a benchmark, unless `train`
+    is given one: the recipe of the entry's reported number on this benchmark (`reported_on`), so a run reproduces
+    the paper's setup (`transformer` on `scan/addprim_jump`: 000's `scan_000`); else the entry's recipe named for the
+    benchmark family (`nounadj`); else `recipe_family_for` (`scan` for SCAN-like data, `mt` otherwise)."""
+    for row in reported:
+        if row.get("recipe") and reported_on(str(row["benchmark"]), benchmark_family, benchmark_name, splits):
+            return str(row["recipe"])
+    return benchmark_family if benchmark_family in recipes else recipe_family_for(benchmark_family)
+
+
+def reported_on(reported: str, benchmark_family: str, benchmark_name: str, splits: Iterable[str] = ()) -> bool:
+    """Whether a `[[reported]]` row's `benchmark` names this built benchmark: the family alone (`nounadj`), the family
+    and the benchmark's name (`scan/addprim_jump` for the folder `build-scan` names `scan/addprim_jump`), or the family
+    and one of its splits (`react/cg_test`)."""
+    family, _, rest = reported.partition("/")
+    return family == benchmark_family and (not rest or rest == benchmark_name.split("/")[-1] or rest in set(splits))
+
+
 def resolve_recipe(recipes: Mapping[str, Mapping[str, Any]], family: str, overrides: Mapping[str, Any] | None = None,
                    *, source: str = "the catalogue entry") -> TrainingRecipe:
     """The typed recipe `recipes[family]` with `overrides` applied; unknown keys are an error naming the key."""
     if family not in RECIPE_FAMILIES:
-        raise BenchbuildError(f"unknown recipe family {family!r}: choose one of {', '.join(RECIPE_FAMILIES)}")
+        raise BenchbuildError(f"unknown recipe {family!r}: choose one of {', '.join(RECIPE_FAMILIES)}")
     if family not in recipes:
         have = ", ".join(sorted(recipes)) or "none"
         raise BenchbuildError(f"{source} has no [recipe.{family}] table (it has: {have})")

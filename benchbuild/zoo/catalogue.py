@@ -4,16 +4,18 @@ The entries ship inside the package (`benchbuild/zoo/models/`, which the checkou
 so an installed wheel has its catalogue.
 
 An entry is data: `[architecture]` holds the keyword arguments of the model's `PretrainedConfig` and `kind` picks
-the module (transformer | dangle | syntactic_attention | lstm_attention | hf); `[recipe.scan]` / `[recipe.mt]` hold
-the training recipe per benchmark family (the keys are `TrainingRecipe`'s fields), and a recipe's `architecture`
-sub-table (`[recipe.mt.architecture]`) the architecture keys that family's runs change (`resolved_architecture`);
-`[[reported]]` the numbers the paper reports, `paper` the ids of `benchbuild.papers`. Unknown keys anywhere are an
-error naming the file and key.
+the module (transformer | dangle | syntactic_attention | lstm_attention | hf); `[recipe.scan]`, `[recipe.mt]` (and
+`[recipe.nounadj]`, `[recipe.scan_000]`, ...: `zoo.recipe.RecipeFamily`) hold the training recipes (the keys are
+`TrainingRecipe`'s fields), and a recipe's `architecture` sub-table (`[recipe.mt.architecture]`) the architecture
+keys that recipe's runs change (`resolved_architecture`); `[[reported]]` the numbers the paper reports, each naming
+the `recipe` it was made with, `paper` the ids of `benchbuild.papers`. Unknown keys anywhere are an error naming the
+file and key.
 
 A variant says `extends = "transformer"` (a catalogue name, or a `.toml` path relative to the file) and sets only
 what differs: its `[architecture]`, `[recipe.*]` and `[recipe.*.architecture]` tables are merged key by key over
-the parent's (which may itself extend another). `name`, `paper`, `summary` and `[[reported]]` are never inherited:
-they describe this model, and a parent's reported numbers are not the variant's.
+the parent's (which may itself extend another). Another paper's recipe for the parent (`[recipe.mt_001]`, a name
+with a paper id) is not inherited: that paper trained the parent, not the variant. `name`, `paper`, `summary` and
+`[[reported]]` are never inherited: they describe this model, and a parent's reported numbers are not the variant's.
 
 `kind = "hf"` entries build any `transformers` seq2seq model: either `path` (a local config.json or a config /
 checkpoint folder: `AutoModelForSeq2SeqLM.from_config` / `from_pretrained`) or `model_type` plus that config's
@@ -41,7 +43,7 @@ from typing import Any
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.toml_schema import check_keys, check_table, from_table, read_toml
-from benchbuild.zoo.recipe import RecipeFamily, TrainingRecipe
+from benchbuild.zoo.recipe import RecipeFamily, TrainingRecipe, paper_recipe
 
 CATALOGUE = Path(str(importlib.resources.files("benchbuild.zoo") / "models"))  # shipped with the package
 KINDS = ("transformer", "dangle", "syntactic_attention", "lstm_attention", "hf")
@@ -76,13 +78,16 @@ class EntryFile:
 
 @dataclass(frozen=True)
 class ReportedNumber:
-    """One `[[reported]]` row: a number the paper reports for this model (`table` cites it: "000 Table 3")."""
+    """One `[[reported]]` row: a number the paper reports for this model (`table` cites it: "000 Table 3") and the
+    entry's recipe that trains the model as that paper did (`recipe`, whose `select` is the paper's selection rule;
+    `train` picks it for this benchmark by default). Every row of the shipped catalogue names its recipe."""
 
     benchmark: str
     metric: str
     value: float
     table: str
     note: str = ""
+    recipe: str = ""
 
 
 # kind -> (module, config class, model class); imported on first use.
@@ -132,13 +137,18 @@ def _read(path: Path, extended_by: tuple[Path, ...] = ()) -> ModelEntry:
     if "extends" in own:
         parent = _read(_parent_path(own["extends"], path, extended_by), (*extended_by, path.resolve()))
         architecture = {**parent.architecture, **architecture}
-        recipes = {family: _merged_recipe(parent.recipes.get(family, {}), recipes.get(family, {}))
-                   for family in {**parent.recipes, **recipes}}
+        inherited = {family: recipe for family, recipe in parent.recipes.items() if not paper_recipe(family)}
+        recipes = {family: _merged_recipe(inherited.get(family, {}), recipes.get(family, {}))
+                   for family in {**inherited, **recipes}}
     _check_architecture(architecture, where)
     for family, recipe in recipes.items():
         from_table(TrainingRecipe, recipe, where, f"[recipe.{family}]")  # complete, and every value in range
         if recipe.get("architecture"):
             _check_architecture({**architecture, **recipe["architecture"]}, f"{where} [recipe.{family}.architecture]")
+    for number, row in enumerate(reported, start=1):
+        if row.get("recipe") and row["recipe"] not in recipes:
+            raise BenchbuildError(f"{where}: [[reported]] #{number} recipe {row['recipe']!r} is not a recipe of "
+                                  f"this entry (it has: {', '.join(sorted(recipes)) or 'none'})")
     return ModelEntry(name=own["name"], paper=own["paper"], summary=own["summary"], architecture=architecture,
                       recipes=recipes, reported=reported, path=path, extends=own.get("extends"))
 

@@ -27,3 +27,41 @@ def test_architecture_overrides_go_over_the_recipes(tiny_scan, sized_model, tmp_
     train(sized_model, tiny_scan, tmp_path / "run", device="cpu", progress=False, max_steps=1,
           architecture_overrides={"d_ff": 40})
     assert json.loads((tmp_path / "run" / "config.json").read_text())["d_ff"] == 40
+
+
+@pytest.fixture
+def two_paper_model(tiny_model, tmp_path):
+    """The tiny entry with a second paper's SCAN recipe (`scan_000`, another d_ff) and a number it reports on the
+    tiny benchmark (`scan/simple`) made with that recipe."""
+    path = tmp_path / "two_papers.toml"
+    text = tiny_model.read_text()
+    scan = text[text.index("[recipe.scan]"):text.index("[recipe.mt]")]
+    path.write_text(text + "\n" + scan.replace("[recipe.scan]", "[recipe.scan_000]")
+                    + "[recipe.scan_000.architecture]\nd_ff = 40\n\n"
+                    + '[[reported]]\nbenchmark = "scan/simple"\nrecipe = "scan_000"\nmetric = "exact_match"\n'
+                    + 'value = 99.0\ntable = "000 Table 3"\n')
+    return path
+
+
+def test_a_run_takes_the_recipe_its_benchmarks_reported_number_was_made_with(tiny_scan, two_paper_model, tmp_path):
+    train(two_paper_model, tiny_scan, tmp_path / "run", device="cpu", progress=False, max_steps=1)
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["recipe_family"] == "scan_000"
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["d_ff"] == 40
+    train(two_paper_model, tiny_scan, tmp_path / "other", device="cpu", progress=False, max_steps=1, recipe="scan")
+    assert json.loads((tmp_path / "other" / "config.json").read_text())["d_ff"] == 64  # `recipe` chooses another
+
+
+def test_the_run_folders_model_card_states_size_recipe_selection_and_the_papers_number(tiny_scan, two_paper_model,
+                                                                                       tmp_path):
+    from benchbuild.training.run_folder import load_model
+
+    train(two_paper_model, tiny_scan, tmp_path / "run", device="cpu", progress=False, max_steps=2)
+    card = (tmp_path / "run" / "README.md").read_text()
+    model = load_model(tmp_path / "run")
+    count = sum(parameter.numel() for parameter in model.parameters())
+    assert f"- **parameters**: {count:,} " in card
+    assert f"- **vocabulary**: {model.config.vocab_size:,} tokens" in card
+    assert "| `d_ff` | `40` |" in card and "| `encoder_layers` | `1` |" in card
+    assert "- **recipe**: `scan_000`" in card and "- **selection**: `best_validation`; the weights here are step" in card
+    assert "| scan/simple | exact_match | 99.0 | 000 Table 3 | `scan_000` (this run) |" in card
+    assert card.startswith("---\nlibrary_name: transformers\n")

@@ -50,13 +50,60 @@ def test_zoo_papers_gives_every_paper_its_full_citation_and_models(monkeypatch):
     assert "zoo: dangle, rdangle_sep, rdangle_shr" in text
 
 
+def recipe_blocks(lines: list[str]) -> dict[str, str]:
+    """`zoo --model NAME`'s block per recipe ("[recipe.mt] 36,663,296 parameters ...") as one whitespace-joined text."""
+    text = " ".join(" ".join(lines).split())
+    return {part.split("]")[0]: part for part in text.split("[recipe.")[1:]}
+
+
+def parameters(block: str) -> int:
+    return int(block.split("] ")[1].split(" parameters")[0].replace(",", ""))
+
+
 def test_zoo_model_shows_each_recipe_familys_architecture_and_parameter_count(monkeypatch):
     lines = zoo(monkeypatch, "--model", "transformer")
     assert max(map(len, lines)) <= 80 and lines[0] == "transformer"
-    text = " ".join(" ".join(lines).split())
-    mt, scan = text.split("[recipe.mt] ")[1].split("[recipe.scan] ")
+    recipes = recipe_blocks(lines)
+    assert list(recipes) == ["mt", "mt_001", "nounadj", "scan", "scan_000"]
+    mt, scan = recipes["mt"], recipes["scan"]
     assert "d_model = 512" in mt and "encoder_layers = 6" in mt and "dropout = 0.3" in mt
     assert "select = best_validation" in mt and "(vocabulary 10,000)" in mt
     assert "d_model = 128" in scan and "select = last" in scan and "keys this recipe changes: none" in scan
-    assert int(mt.split(" parameters")[0].replace(",", "")) > 30_000_000 > int(scan.split(" parameters")[0]
-                                                                               .replace(",", ""))
+    assert parameters(mt) > 30_000_000 > parameters(scan)
+    assert "d_model = 1024" in recipes["nounadj"] and "num_heads = 16" in recipes["nounadj"]
+
+
+def test_zoo_model_counts_the_parameters_of_every_recipe_of_every_model(monkeypatch):
+    import dataclasses
+
+    from benchbuild.zoo import build_model
+    from benchbuild.zoo.catalogue import resolved_architecture
+
+    for entry in list_entries():
+        recipes = recipe_blocks(zoo(monkeypatch, "--model", entry.name))
+        assert set(recipes) == set(entry.recipes), entry.name
+        for name in ("scan", "scan_000"):  # the small ones, built for real: the printed count is the model's
+            if name in recipes:
+                vocabulary = entry.recipes[name].get("bpe_vocab_size") or 32
+                network = build_model(dataclasses.replace(entry, architecture=resolved_architecture(entry, name)),
+                                      vocab_size=vocabulary, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+                assert parameters(recipes[name]) == sum(p.numel() for p in network.parameters()), (entry.name, name)
+    sag_conv, sag = (recipe_blocks(zoo(monkeypatch, "--model", name))["scan"] for name in ("sag_conv", "sag"))
+    assert parameters(sag_conv) < parameters(sag)  # 000 §3: convolutions are lighter than self-attention
+
+
+def test_zoo_model_says_which_reported_numbers_each_recipe_made(monkeypatch):
+    recipes = recipe_blocks(zoo(monkeypatch, "--model", "transformer"))
+    assert "reported numbers made with it: scan/addprim_jump exact_match 3.4 (000 Table 3)" in recipes["scan_000"]
+    assert "react/cg_test bleu 11.4 (001 Table 5)" in recipes["mt_001"]
+    assert "reported numbers made with it: none" in recipes["scan"]
+
+
+def test_zoo_papers_says_which_recipe_and_selection_rule_made_each_number(monkeypatch):
+    text = " ".join(" ".join(zoo(monkeypatch, "--papers")).split())
+    assert ("transformer: recipe scan_000, select last: scan/addprim_jump, scan/template_around_right, "
+            "scan/simple") in text
+    assert "transformer: recipe mt_001, select best_validation: react/cg_test" in text
+    assert "sag: recipe nounadj, select best_validation: nounadj" in text
+    assert "relative_transformer: recipe scan, select last: scan/length_cutoff_26" in text
+    assert "syntactic_attention: recipe scan, select best_validation: scan/simple" in text

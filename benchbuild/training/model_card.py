@@ -1,0 +1,57 @@
+"""A run folder's model card (`README.md`): what was trained and how, for a reader comparing it with a paper.
+
+Written by `train` when a run ends, from its `run.json` record, the trained network and its catalogue entry: the
+model and its paper, its size (parameter count, vocabulary, the architecture it was built with), the benchmark, the
+recipe and selection rule it trained with, and the numbers the paper reports on that benchmark with the recipe each
+was made with. A Hugging Face model card: YAML front matter, then Markdown (`data_cards/model_card.md.j2`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from benchbuild.errors import BenchbuildError
+
+CARD_FILE = "README.md"
+
+
+def parameter_count(network) -> int:
+    """The network's trainable and frozen parameters, each shared tensor (tied embeddings) once."""
+    return sum(parameter.numel() for parameter in network.parameters())
+
+
+def render_model_card(record: Mapping[str, Any], parameters: int, vocabulary: int,
+                      entry: Any | None = None) -> str:
+    """The card of a run: `record` is its run.json, `entry` its catalogue entry (None when it cannot be read any
+    more: the card then names the model without its paper's numbers)."""
+    from benchbuild.cards import card_template
+    from benchbuild.training.recipe import reported_on
+
+    benchmark = record["benchmark"]
+    recipe_name = record["recipe_family"]
+    architecture = {**record["identity"]["architecture"], **record.get("architecture_overrides", {})}
+    reported = [] if entry is None else [
+        row for row in entry.reported
+        if reported_on(str(row["benchmark"]), benchmark["family"], benchmark["name"], benchmark["splits"])]
+    header = {"library_name": "transformers", "tags": ["benchbuild", record["model"]]}
+    body = card_template("model_card.md.j2").render(
+        record=record, entry=entry, architecture=architecture, parameters=parameters, vocabulary=vocabulary,
+        recipe_name=recipe_name, recipe=record["recipe"], reported=reported)
+    return f"---\n{yaml.safe_dump(header, sort_keys=False)}---\n\n{body.strip()}\n"
+
+
+def write_model_card(run_dir: Path, record: Mapping[str, Any], network) -> Path:
+    """Write `run_dir/README.md` for the run `record` describes, trained as `network`."""
+    from benchbuild import zoo
+
+    try:
+        entry = zoo.load_entry(record.get("model_entry") or record["model"])
+    except BenchbuildError:
+        entry = None
+    path = Path(run_dir) / CARD_FILE
+    path.write_text(render_model_card(record, parameter_count(network), network.config.vocab_size, entry),
+                    encoding="utf-8")
+    return path
