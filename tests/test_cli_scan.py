@@ -1,12 +1,9 @@
-"""The `benchbuild` entry point as a user runs it: build-scan, errors, recipes, interrupted builds."""
+"""The `benchbuild` entry point as a user runs it: build-scan, errors, recipes (killed builds: test_kill_builds.py)."""
 
 import json
-import os
 import shlex
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import datasets
@@ -92,26 +89,6 @@ def test_official_simple_reproduces_the_canonical_files(tmp_path, shared_data):
     assert [f"IN: {r['source']} OUT: {r['target']}" for r in loaded["test"]] == canonical
     info = read_build_info(tmp_path / "simple")
     assert info.seed is None and set(info.inputs) == {"simple_split/tasks_train_simple.txt", "simple_split/tasks_test_simple.txt"}
-
-
-def test_a_killed_build_leaves_only_complete_folders_and_a_rerun_succeeds(tmp_path):
-    names = [f"fewshot_num{n}_rep{r}" for n in (1, 2, 4, 8) for r in (1, 2, 3, 4, 5)]
-    args = [sys.executable, "-m", "benchbuild", "build-scan", "--out", str(tmp_path)]
-    for name in names:
-        args += ["--split", name]
-    process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # Kill it as soon as its first splitting is saved; no clock involved.
-    while process.poll() is None and not any(p.name.startswith("fewshot") for p in tmp_path.iterdir()):
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    visible = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
-    assert 0 < len(visible) < len(names)
-    for folder in visible:
-        assert (folder / "build.json").is_file() and (folder / "README.md").is_file()
-        datasets.load_from_disk(str(folder))
-    benchbuild(*args[3:], "--overwrite", check=True)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names), "the rerun also cleans up abandoned temporaries"
 
 
 def test_recipe_runs_its_steps(tmp_path):

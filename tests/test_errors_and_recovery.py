@@ -1,11 +1,14 @@
 """Invalid input is refused before the expensive stages, with one line naming what to fix, and nothing written;
-an interrupted build leaves nothing that blocks the rerun (real runs on tiny files)."""
+a build that cannot give a usable benchmark is refused; a rerun builds only what is missing (real runs on tiny
+files; killed builds: test_kill_builds.py)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+
+from benchbuild.benchmark import read_build_info
 
 BENCHBUILD = [str(Path(sys.executable).parent / "benchbuild")]
 WORDS = "a b c d e f g h i j".split()
@@ -83,6 +86,7 @@ def test_react_pool_line_longer_than_max_length_is_set_aside_and_counted(tmp_pat
     card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
     assert "pool: pairs longer than 100 tokens set aside (--max-length) | 1" in card
     assert "candidate pool (top by degree) | 3" in card
+    assert read_build_info(tmp_path / "out").parameters["max_length"] == 100
 
 
 def test_react_empty_training_corpus_is_refused_naming_the_file(tmp_path):
@@ -128,32 +132,6 @@ def test_noun_adj_corpus_without_a_target_noun_is_refused_as_an_empty_test_split
     assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.en", "corpus.fr"]
 
 
-def test_noun_adj_work_folder_of_a_killed_build_is_beside_the_output_and_removed_by_the_rerun(tmp_path):
-    import os
-    import signal
-    import time
-
-    system_temp = tmp_path / "system-temp"
-    system_temp.mkdir()
-    command = _noun_adj(tmp_path, NOUNADJ_CORPUS)
-    environment = {**os.environ, "TMPDIR": str(system_temp)}
-    build = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # Kill it as soon as its work folder exists (wherever the build puts it); no clock involved.
-    while build.poll() is None:
-        if list(tmp_path.glob(".out.work-*")) or list(system_temp.glob("benchbuild-nounadj-*")):
-            break
-        time.sleep(0.02)
-    build.send_signal(signal.SIGKILL)
-    build.wait()
-    assert len(list(tmp_path.glob(".out.work-*"))) == 1
-    assert not list(system_temp.iterdir())
-
-    rerun = subprocess.run(command, env=environment, capture_output=True, text=True)
-    assert rerun.returncode == 0, rerun.stderr
-    assert (tmp_path / "out" / "build.json").is_file()
-    assert not list(tmp_path.glob(".out.*")) and not list(system_temp.iterdir())
-
-
 def _scan(out: Path, *extra: str) -> subprocess.CompletedProcess:
     return _benchbuild("build-scan", "--split", "simple", "--split", "addprim_jump", "--out", out, *extra)
 
@@ -181,9 +159,26 @@ def test_scan_rerun_with_other_options_still_needs_overwrite_naming_the_folder(t
     assert not (tmp_path / "scan" / "simple" / "data").exists()
 
 
-def test_noun_adj_build_whose_test_split_is_empty_says_so_on_stderr(tmp_path):
+def test_noun_adj_build_whose_test_split_would_be_empty_is_refused_naming_allow_small_and_writes_nothing(tmp_path):
     corpus = [NOUNADJ_CORPUS[index] for index in (0, 2, 4, 5)]  # target nouns, but none with a held-out pairing
     done = subprocess.run(_noun_adj(tmp_path, corpus), capture_output=True, text=True)
+    _refused(done, "the test split would be empty", "none of the 3 sentences holding a target noun has a held-out "
+             "pairing", "give a larger corpus", "--allow-small")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.en", "corpus.fr"]  # no output, no work folder
+
+
+def test_noun_adj_require_reference_match_dropping_every_test_row_is_refused_naming_it(tmp_path):
+    corpus = [("The first solution was rejected.", "La solution initiale a été rejetée."), NOUNADJ_CORPUS[0]]
+    done = subprocess.run([*_noun_adj(tmp_path, corpus), "--require-reference-match"], capture_output=True, text=True)
+    _refused(done, "--require-reference-match dropped all 1 sentences with a held-out pairing", "--allow-small")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.en", "corpus.fr"]
+
+
+def test_noun_adj_allow_small_saves_an_empty_test_split_and_says_so_on_stderr_and_in_the_card(tmp_path):
+    corpus = [NOUNADJ_CORPUS[index] for index in (0, 2, 4, 5)]
+    done = subprocess.run([*_noun_adj(tmp_path, corpus), "--allow-small"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "warning: the test split is empty" in done.stderr
+    assert "warning: the test split is empty (saved with --allow-small" in done.stderr
     assert "test 0" in done.stdout
+    card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert "| rows: test | 0 |" in card and "No test rows." in card

@@ -116,6 +116,53 @@ def test_train_refuses_a_mistyped_set_value_naming_the_option_before_the_run_fol
     assert not run.exists()
 
 
+@pytest.mark.parametrize("key_value, named", [
+    ("batch_size=0", "batch_size must be positive (at least 1); got 0"),
+    ("steps=-5", "steps must be positive (at least 1); got -5"),
+    ("learning_rate=0.0", "learning_rate must be positive (greater than 0); got 0.0"),
+    ("warmup_steps=-1", "warmup_steps must not be negative (at least 0); got -1"),
+    ("label_smoothing=1.5", "label_smoothing must be in [0, 1); got 1.5"),
+    ("bpe_vocab_size=3", "bpe_vocab_size must exceed 4 (at least 5); got 3"),
+])
+def test_train_refuses_a_set_value_out_of_range_naming_the_option_and_the_range_before_the_run_folder(
+        tmp_path, scan_simple, key_value, named):
+    run = tmp_path / "run"
+    code, message = refusal("train", "--model", "transformer", "--data", str(scan_simple["arrow"]),
+                            "--out", str(run), "--device", "cpu", "--set", key_value)
+    assert code == 1
+    assert message == f"--set {named}"  # the option the user typed, not the catalogue file the recipe comes from
+    assert not run.exists()
+
+
+def test_build_react_refuses_an_ensemble_set_value_out_of_range_naming_the_option_before_the_degree_stage(
+        tmp_path, corpus):
+    out, cache = tmp_path / "react", tmp_path / "cache"
+    code, message = refusal("build-react", "--out", str(out), "--cache-dir", str(cache),
+                            "--train-src", str(corpus), "--train-tgt", str(corpus),
+                            "--pool-src", str(corpus), "--pool-tgt", str(corpus), "--ensemble-set", "batch_size=0")
+    assert code == 1
+    assert message == "--ensemble-set batch_size must be positive (at least 1); got 0"
+    assert not out.exists() and not cache.exists()
+
+
+def test_a_pipeline_whose_train_step_sets_a_value_out_of_range_runs_no_step(tmp_path):
+    pipeline = tmp_path / "pipeline.toml"
+    pipeline.write_text(f'[[steps]]\ncommand = "build-scan"\n[steps.options]\nout = "{tmp_path / "scan"}"\n'
+                        f'split = "simple"\n[[steps]]\ncommand = "train"\n[steps.options]\nmodel = "transformer"\n'
+                        f'data = "{tmp_path / "scan" / "simple"}"\nout = "{tmp_path / "run"}"\nset = ["batch_size=0"]\n',
+                        encoding="utf-8")
+    code, message = refusal("run", str(pipeline))
+    assert code == 1
+    assert message == f"{pipeline}: step 2 (train): --set batch_size must be positive (at least 1); got 0"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["pipeline.toml"]
+
+
+def test_build_react_records_max_length_in_build_json(corpus):
+    parameters = ReactParameters(train_src=corpus, train_tgt=corpus, pool_src=[corpus], pool_tgt=[corpus],
+                                 max_length=100)
+    assert parameters.recorded()["max_length"] == 100
+
+
 def test_the_command_line_prints_a_refusal_as_one_error_line_after_the_usage(tmp_path, corpus):
     done = subprocess.run([sys.executable, "-m", "benchbuild", "build-react", "--out", str(tmp_path / "react"),
                            "--train-src", str(corpus), "--train-tgt", str(corpus), "--pool-src", str(corpus),

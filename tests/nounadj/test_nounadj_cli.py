@@ -27,7 +27,8 @@ def europarl(shared_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("europarl") / "na"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sys, "argv", ["benchbuild", "build-noun-adj", "--en", str(folder / "europarl-v7.fr-en.en"),
-                                    "--fr", str(folder / "europarl-v7.fr-en.fr"), "--out", str(out)])
+                                    "--fr", str(folder / "europarl-v7.fr-en.fr"), "--out", str(out),
+                                    "--allow-small"])  # the sample holds no clean swap: its test split is empty
         with pytest.raises(SystemExit) as stop:
             main()
     english = (folder / "europarl-v7.fr-en.en").read_bytes().decode("utf-8").split("\n")
@@ -115,7 +116,8 @@ def test_encoding_errors_replace_builds_and_counts_the_line(tmp_path, monkeypatc
     fr = write(tmp_path / "c.fr", b"Une solution permanente.\nUne bonne d\xc3\xa9cision.\n")
     out = tmp_path / "out"
     code, err = run_cli(["build-noun-adj", "--en", str(en), "--fr", str(fr), "--out", str(out),
-                         "--encoding-errors", "replace", "--valid-fraction", "0"], monkeypatch, capsys)
+                         "--encoding-errors", "replace", "--valid-fraction", "0", "--allow-small"], monkeypatch,
+                        capsys)
     assert code == 0, err
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "| lines with invalid UTF-8 replaced (--encoding-errors replace) | 1 |" in card
