@@ -1,5 +1,5 @@
-"""Imports: the dataset side never loads torch, transformers or numba, whatever the program is called; importing
-`benchbuild` has no side effects; the package's parts depend on each other one way (no import cycles)."""
+"""Imports: the dataset side never loads torch, transformers, numba or matplotlib, whatever the program is called;
+importing `benchbuild` has no side effects; the package's parts depend on each other one way (no import cycles)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 import benchbuild
 
 PACKAGE = Path(benchbuild.__file__).parent
-HEAVY = ("torch", "transformers", "numba")
+HEAVY = ("torch", "transformers", "numba", "matplotlib")
 
 
 def loaded_after(statement: str, program: str, folder: Path) -> list[str]:

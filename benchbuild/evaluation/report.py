@@ -1,5 +1,6 @@
 """Report tables over evaluated runs: model × benchmark split × metric, mean ± standard error over seeds, with the
-number the paper reports (the catalogue's `[[reported]]`) beside ours. Written as Markdown and CSV."""
+number the paper reports (the catalogue's `[[reported]]`) beside ours. Written as Markdown and CSV here; the
+`benchbuild.report` package adds the LaTeX table, the figures and the HTML page."""
 
 from __future__ import annotations
 

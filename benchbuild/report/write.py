@@ -1,0 +1,208 @@
+"""`write_report`: every format of the report over evaluated run folders — `PREFIX.md`, `PREFIX.csv`, `PREFIX.tex`,
+`PREFIX.html` and the figures under `PREFIX_files/` — drawing each figure only where the runs hold what it needs and
+saying what is missing instead of failing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from benchbuild.errors import BenchbuildError
+from benchbuild.evaluation.report import ReportRow, build_report, csv_table, markdown_table
+from benchbuild.report import analyses, figures
+from benchbuild.report.figures import Figure, FigureFolder
+from benchbuild.report.formats import FORMATS
+from benchbuild.report.runs import BenchmarkFolders, RunSummary, read_runs
+
+
+@dataclass
+class Report:
+    """What `write_report` wrote: the table rows, the files, the figures and the notes on what is missing."""
+
+    rows: list[ReportRow]
+    files: list[Path] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def output_path(prefix: Path, suffix: str) -> Path:
+    return prefix.with_name(prefix.name + suffix)
+
+
+def write_report(run_dirs: Sequence[str | Path], prefix: str | Path, formats: Sequence[str] = FORMATS,
+                 data_dirs: Sequence[str | Path] = ()) -> Report:
+    """Write the asked formats under `prefix`; the figures are drawn for `tex` (PDFs) and `html` (PNGs)."""
+    folders = BenchmarkFolders(data_dirs)
+    runs = read_runs(run_dirs)
+    evaluated = [run for run in runs if run.evaluations]
+    if not evaluated:
+        raise BenchbuildError(f"{runs[0].folder} has no metrics.json: run `benchbuild eval --run {runs[0].folder}` "
+                              "first" if len(runs) == 1 else "none of the run folders has a metrics.json: run "
+                              "`benchbuild eval --run RUN_DIR` on them first")
+    report = Report(rows=build_report([run.folder for run in evaluated]))
+    report.notes += missing_pieces(runs, report.rows)
+    prefix = Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    if "tex" in formats or "html" in formats:
+        figure_folder = FigureFolder(output_path(prefix, "_files"))
+        for stale in [*figure_folder.folder.glob("*.png"), *figure_folder.folder.glob("*.pdf")]:
+            stale.unlink()
+        drawn, notes = draw_figures(report.rows, runs, folders, data_dirs, figure_folder)
+        report.figures += drawn
+        report.notes += notes
+    if "md" in formats:
+        notes = "".join(f"- {note}\n" for note in report.notes)
+        _write(report, output_path(prefix, ".md"), markdown_table(report.rows)
+               + (f"\n## What is missing\n\n{notes}" if notes else ""))
+    if "csv" in formats:
+        _write(report, output_path(prefix, ".csv"), csv_table(report.rows))
+    if "tex" in formats:
+        from benchbuild.report.latex import latex_table
+
+        _write(report, output_path(prefix, ".tex"), latex_table(report.rows))
+    if "html" in formats:
+        from benchbuild.report.html import render_page
+
+        page = output_path(prefix, ".html")
+        _write(report, page, render_page(report.rows, runs, report.figures, report.notes, page))
+    return report
+
+
+def _write(report: Report, path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    report.files.append(path)
+
+
+def missing_pieces(runs: Sequence[RunSummary], rows: Sequence[ReportRow]) -> list[str]:
+    """What the report cannot show, one sentence each: runs not evaluated, runs without validation lines or
+    predictions, model × benchmark cells of one seed, and headline cells without a paper number."""
+    from benchbuild.report.headline import Column, headline_columns
+
+    notes = []
+    for run in runs:
+        if not run.evaluations:
+            notes.append(f"{run.folder} has no metrics.json: left out of the tables (run `benchbuild eval --run "
+                         f"{run.folder}`).")
+        if not run.validations:
+            notes.append(f"{run.folder} has no validation lines in train_log.jsonl: no learning curve for it.")
+        for evaluation in run.evaluations:
+            if evaluation.predictions_file is None:
+                notes.append(f"{evaluation.metrics_file.parent} has no predictions.jsonl: no error view for "
+                             f"{run.label} on {evaluation.benchmark}.")
+    headline = set(headline_columns(rows))
+    unreported: dict[str, list[str]] = {}
+    for row in rows:
+        if Column.of(row) not in headline:
+            continue
+        cell = f"{row.model} on {row.benchmark} ({row.split})"
+        if len(row.values) == 1:
+            notes.append(f"{cell}: one seed ({row.seeds[0]}), so no standard error.")
+        if row.paper is None:
+            unreported.setdefault(cell, []).append(row.metric)
+    notes += [f"{cell}: the catalogue has no paper number for {', '.join(metrics)}."
+              for cell, metrics in unreported.items()]
+    return list(dict.fromkeys(notes))
+
+
+def draw_figures(rows: Sequence[ReportRow], runs: Sequence[RunSummary], folders: BenchmarkFolders,
+                 data_dirs: Sequence[str | Path], out: FigureFolder) -> tuple[list[Figure], list[str]]:
+    """Every figure the runs (and `--data` folders) allow, and a note for each one they almost allow."""
+    drawn: list[Figure] = []
+    notes: list[str] = []
+    trained: dict[str, list[RunSummary]] = {}
+    for run in runs:
+        if run.validations:
+            trained.setdefault(run.trained_on, []).append(run)
+    for benchmark, of_benchmark in sorted(trained.items()):
+        drawn.append(figures.learning_curves(benchmark, of_benchmark, out))
+    results = figures.results_bars(rows, out)
+    if results is not None:
+        drawn.append(results)
+    drawn += _degree_figures(runs, folders, out, notes)
+    drawn += _noun_adjective_figures(runs, folders, out, notes)
+    for run in runs:
+        weights = run.folder / "model.safetensors"
+        try:
+            biases = analyses.relative_biases(weights) if weights.is_file() else {}
+        except Exception as error:  # noqa: BLE001 - safetensors raises several kinds for a truncated file
+            notes.append(f"{weights} cannot be read ({type(error).__name__}): no relative-position bias figure.")
+            continue
+        if biases:
+            drawn.append(figures.relative_position_biases(run, biases, out))
+    for folder in map(Path, data_dirs):
+        figure = _data_figure(folder, folders, out)
+        if figure is None:
+            notes.append(f"--data {folder}: no figure for a {folders.family(folder)} benchmark (degree histograms "
+                         "need a degree column, length histograms a SCAN benchmark).")
+        else:
+            drawn.append(figure)
+    return drawn, notes
+
+
+def _evaluations_by_split(runs: Sequence[RunSummary]):
+    """(benchmark, split) -> model -> [(run, evaluation)], runs in seed order."""
+    grouped: dict[tuple[str, str], dict[str, list]] = {}
+    for run in sorted(runs, key=lambda run: (run.model, str(run.seed))):
+        for evaluation in run.evaluations:
+            grouped.setdefault((evaluation.benchmark, evaluation.split), {}).setdefault(run.model, []).append(
+                (run, evaluation))
+    return dict(sorted(grouped.items()))
+
+
+def _degree_figures(runs, folders: BenchmarkFolders, out: FigureFolder, notes: list[str]) -> list[Figure]:
+    drawn = []
+    for (benchmark, split), models in _evaluations_by_split(runs).items():
+        buckets: dict[str, list] = {}
+        for model, evaluated in models.items():
+            for run, evaluation in evaluated:
+                found = analyses.degree_buckets(evaluation, folders.rows(evaluation))
+                if found:
+                    buckets.setdefault(model, []).append(found)
+                elif benchmark.startswith("react/"):
+                    notes.append(f"{run.label} on {benchmark} ({split}): no BLEU by degree (metrics.json has none "
+                                 "and the benchmark folder with its degree column was not found: pass --data).")
+        if buckets:
+            drawn.append(figures.bleu_by_degree(f"{benchmark} ({split})", buckets, out))
+    return drawn
+
+
+def _noun_adjective_figures(runs, folders: BenchmarkFolders, out: FigureFolder, notes: list[str]) -> list[Figure]:
+    drawn = []
+    lemmatizer = None
+    for (benchmark, split), models in _evaluations_by_split(runs).items():
+        if not any("comp" in evaluation.metrics for evaluated in models.values() for _, evaluation in evaluated):
+            continue
+        scores: dict[str, list] = {}
+        for model, evaluated in models.items():
+            for run, evaluation in evaluated:
+                rows, predictions = folders.rows(evaluation), evaluation.predictions()
+                if not analyses.has_pair_columns(rows) or len(predictions) != len(rows):
+                    notes.append(f"{run.label} on {benchmark} ({split}): no COMP per pair (it needs predictions.jsonl "
+                                 "and the benchmark folder's test rows: pass --data).")
+                    continue
+                if lemmatizer is None:
+                    from benchbuild.french import FrenchLemmatizer
+
+                    lemmatizer = FrenchLemmatizer()
+                scores.setdefault(model, []).append(analyses.pair_scores(
+                    [p["prediction"] for p in predictions], rows, lemmatizer))
+        if scores:
+            drawn.append(figures.noun_adjective_pairs(f"{benchmark} ({split})", scores, out))
+    return drawn
+
+
+def _data_figure(folder: Path, folders: BenchmarkFolders, out: FigureFolder) -> Figure | None:
+    """The degree histogram of a benchmark with a degree column, else the length histograms of a SCAN one."""
+    from benchbuild.benchmark import load_splits
+    from benchbuild.evaluation.scoring import benchmark_label
+
+    splits = load_splits(folder)
+    degrees = analyses.split_degrees({name: split["degree"] for name, split in splits.items()
+                                      if "degree" in split.column_names})
+    if degrees:
+        return figures.degree_histogram(benchmark_label(folder), degrees, out)
+    if folders.family(folder) == "scan":
+        return figures.length_histograms(benchmark_label(folder), analyses.split_lengths(
+            {name: (split["source"], split["target"]) for name, split in splits.items()}), out)
+    return None
