@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import contextmanager
+from typing import Iterator
 
 from benchbuild.errors import BenchbuildError
 
@@ -74,7 +76,11 @@ def mixed_precision(device: str) -> str:
         return "no"
     import torch
 
-    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    try:  # emulated bf16 (V100, T4) is slower than fp16: only a GPU with bf16 units gets bf16
+        native = torch.cuda.is_bf16_supported(including_emulation=False)
+    except TypeError:  # torch < 2.4 counts native support only
+        native = torch.cuda.is_bf16_supported()
+    return "bf16" if native else "fp16"
 
 
 def start_accelerator(spec: str):
@@ -100,3 +106,22 @@ def start_accelerator(spec: str):
         torch.cuda.set_device(int(resolved.split(":")[1]))
     AcceleratorState._reset_state(reset_partial_state=True)  # the state is per process; this run may move device
     return Accelerator(cpu=resolved == "cpu", mixed_precision=mixed_precision(resolved))
+
+
+@contextmanager
+def cpu_threads(count: int) -> Iterator[None]:
+    """torch (and the numba kernels, which follow torch's count) on `count` CPU threads inside the block, restored
+    after. Results of some CPU kernels depend on the thread count, and numba's OpenMP threading layer resets the
+    process's OpenMP thread count (torch's too) when it starts, at the first dropout kernel: it is started here first,
+    so the count holds for the whole block, and a run gives the same numbers in a fresh process and in a worker
+    process that ran other tasks before it."""
+    import numba
+    import torch
+
+    numba.get_num_threads()
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

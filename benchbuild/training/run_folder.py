@@ -27,6 +27,9 @@ LOG_FILE = "train_log.jsonl"
 STATE_FILE = "trainer_state.pt"
 CHECKPOINTS_DIR = "checkpoints"
 KEEP_CHECKPOINTS = 2
+# Files another benchbuild command may put in a run folder before training starts (`sweep` records the run's
+# configuration there first): a folder holding only these is still a new run's.
+CLAIM_FILES = frozenset({"sweep_run.json"})
 
 
 @dataclass
@@ -98,7 +101,7 @@ def open_run(out: Path, identity: dict[str, Any], overwrite: bool) -> dict[str, 
     identity = json.loads(json.dumps(identity))
     if out.exists() and overwrite:
         shutil.rmtree(out)
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and any(path.name not in CLAIM_FILES for path in out.iterdir()):
         if not (out / RUN_FILE).is_file():
             raise BenchbuildError(f"{out} exists and is not a benchbuild run: pass --overwrite to replace it")
         run = read_run(out)
@@ -140,7 +143,8 @@ def restore_checkpoint(checkpoint: Path, optimizer, scheduler) -> TrainerState:
     """Load a checkpoint's optimizer and scheduler state into `optimizer` and `scheduler`, set every RNG to its saved
     state and return how far training got (the weights load with `from_pretrained(checkpoint)`)."""
     try:
-        saved = torch.load(checkpoint / STATE_FILE, weights_only=True)
+        # On the CPU whatever device wrote it: the optimizer moves its state to its parameters' device on loading.
+        saved = torch.load(checkpoint / STATE_FILE, weights_only=True, map_location="cpu")
     except Exception as error:  # noqa: BLE001 - a truncated pickle raises EOFError, RuntimeError or UnpicklingError
         raise BenchbuildError(f"{checkpoint / STATE_FILE} cannot be loaded ({type(error).__name__}): the file is "
                               f"truncated or corrupt; {_recovery(checkpoint)}") from error

@@ -163,3 +163,24 @@ def test_attend_with_dropout_on_cpu_drops_with_the_hash_mask():
     torch.manual_seed(4)
     expected = hashed_dropout.attend(q, k, v, None, True, 0.3)
     assert torch.equal(got, expected.transpose(1, 2).reshape(2, 6, 24))
+
+
+def test_hashed_dropout_gives_a_query_with_no_key_zeros_as_sdpa_does():
+    """A query whose every key is masked (a fixed-span window, a padded row) gets zeros, not NaN that dropout's
+    0·NaN would spread into real positions and the loss (sag_fixed_span went NaN at step 13 with attention dropout)."""
+    import torch.nn.functional as F
+
+    from benchbuild.zoo.attention.hashed_dropout import attend as hashed_attend
+
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 2, 4, 8, generator=generator, requires_grad=True)
+    k, v = torch.randn(2, 2, 5, 8, generator=generator), torch.randn(2, 2, 5, 8, generator=generator)
+    mask = torch.ones(2, 1, 4, 5, dtype=torch.bool)
+    mask[0, 0, 1, :] = False
+    mask[1, 0, :, 3:] = False
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert torch.allclose(hashed_attend(q, k, v, mask, False, 0.0), expected, atol=1e-6)
+    dropped = hashed_attend(q, k, v, mask, False, 0.3)
+    dropped.sum().backward()
+    assert torch.isfinite(dropped).all() and torch.isfinite(q.grad).all()
+    assert dropped[0, :, 1].abs().max() == 0

@@ -27,7 +27,12 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
         scores.masked_fill_(torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).triu(1),
                             float("-inf"))
     elif mask is not None and mask.dtype == torch.bool:
-        scores.masked_fill_(mask.logical_not(), float("-inf"))
+        blocked = mask.logical_not()
+        empty = blocked.all(dim=-1, keepdim=True)
+        if empty.any():  # a query that may attend to no key gets zeros, as from SDPA (a softmax of -inf is NaN)
+            scores.masked_fill_(blocked & empty.logical_not(), float("-inf"))
+            return (dropout(scores.softmax(dim=-1), dropout_p, True) @ v).masked_fill(empty, 0.0)
+        scores.masked_fill_(blocked, float("-inf"))
     elif mask is not None:
         scores = scores + mask
     return dropout(scores.softmax(dim=-1), dropout_p, True) @ v
