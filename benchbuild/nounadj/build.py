@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
 from benchbuild.corpus import CorpusStats, ParallelInput
+from benchbuild.engine import Engine
 from benchbuild.errors import BenchbuildError
 from benchbuild.nounadj.amod import noun_occurrences
 from benchbuild.french import FrenchLemmatizer, find_pairing
@@ -108,11 +109,13 @@ def train_row(line: int, source: str, target: str) -> dict[str, Any]:
 
 
 def build_noun_adj(parameters: NounAdjParameters, *, workdir: Path | None = None, progress: bool = False,
-                   parser: Parser | None = None, french: FrenchLemmatizer | None = None) -> Benchmark:
+                   parser: Parser | None = None, french: FrenchLemmatizer | None = None,
+                   engine: Engine | None = None) -> Benchmark:
     """Build the benchmark. Input, pairs and models are all checked before the first line is parsed.
 
     `parser` and `french` may be given already loaded (to share models between builds); `workdir` holds the Arrow
-    files of the large splits (they must outlive the returned Benchmark until it is saved).
+    files of the large splits (they must outlive the returned Benchmark until it is saved). With a Dask `engine`,
+    the candidate sentences are parsed by its workers (the rest of the build stays here); the benchmark is the same.
     """
     parameters.check()
     pairs = load_pairs(parameters.pairs)
@@ -124,7 +127,8 @@ def build_noun_adj(parameters: NounAdjParameters, *, workdir: Path | None = None
         raise BenchbuildError(f"the corpus ({_described(corpus)}) is empty: give a parallel corpus with sentences")
     if parser is None:
         parser = make_parser(parameters.parser, spacy_model=parameters.spacy_model, stanza_dir=parameters.stanza_dir,
-                             n_process=parameters.n_process, batch_size=parameters.batch_size, lang=pairs.source_lang)
+                             n_process=parameters.n_process, batch_size=parameters.batch_size, lang=pairs.source_lang,
+                             engine=engine)
     if french is None:
         french = FrenchLemmatizer(batch_size=parameters.batch_size)
 

