@@ -79,3 +79,28 @@ def test_a_valid_pipeline_runs_its_nested_recipe_in_order(monkeypatch, capsys, t
     assert code == 0, stderr
     assert (tmp_path / "scan" / "simple" / "build.json").is_file()
     assert (tmp_path / "nested" / "simple" / "build.json").is_file()
+
+
+def test_a_pipeline_rerun_goes_past_a_build_this_same_command_finished(shared_data, tmp_path, monkeypatch):
+    """A pipeline whose later step failed is rerun as it is: its finished build-noun-adj step is kept (not refused
+    with "already exists"), and the rerun fails only where the first run did."""
+    import subprocess
+    import sys
+
+    europarl = shared_data / "europarl-sample"
+    for side in ("en", "fr"):
+        lines = (europarl / f"europarl-v7.fr-en.{side}").read_text(encoding="utf-8").splitlines(keepends=True)
+        (tmp_path / f"corpus.{side}").write_text("".join(lines[:300]), encoding="utf-8")
+    (tmp_path / "pipeline.toml").write_text(
+        '[[steps]]\ncommand = "build-noun-adj"\n[steps.options]\nen = "corpus.en"\nfr = "corpus.fr"\n'
+        'out = "out/nounadj"\nallow_small = true\n\n'
+        '[[steps]]\ncommand = "train"\n[steps.options]\nmodel = "transformer"\ndata = "out/missing"\n'
+        'out = "runs/x"\n', encoding="utf-8")
+    runs = [subprocess.run([sys.executable, "-m", "benchbuild", "run", "pipeline.toml"], cwd=tmp_path,
+                           capture_output=True, text=True) for _ in range(2)]
+    built = (tmp_path / "out/nounadj/build.json").read_bytes()
+    for result in runs:
+        assert result.returncode == 1
+        assert "out/missing" in result.stderr.splitlines()[-1]
+    assert "already exists" not in runs[1].stderr and "kept" in runs[1].stderr
+    assert (tmp_path / "out/nounadj/build.json").read_bytes() == built

@@ -56,11 +56,15 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     }
     destination = Path(out) if out is not None else run_dir
     destination.mkdir(parents=True, exist_ok=True)
-    with open(destination / PREDICTIONS_FILE, "w", encoding="utf-8") as handle:
+    # A killed evaluation leaves neither file half written, nor new predictions beside an older metrics.json.
+    (destination / METRICS_FILE).unlink(missing_ok=True)
+    partial = destination / (PREDICTIONS_FILE + ".partial")
+    with open(partial, "w", encoding="utf-8") as handle:
         for row, prediction in zip(rows, predictions):
             record = {"id": row.get("id"), "source": row["source"], "target": row["target"], "prediction": prediction,
                       "correct": " ".join(prediction.split()) == " ".join(row["target"].split())}
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    partial.replace(destination / PREDICTIONS_FILE)
     write_json(destination / METRICS_FILE, result)
     return result
 

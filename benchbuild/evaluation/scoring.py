@@ -80,4 +80,7 @@ def benchmark_label(data: str | Path) -> str:
 
 
 def write_json(path: Path, value: Any) -> None:
-    path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    """Write `path` in one rename: a killed evaluation never leaves a half-written metrics file."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    partial.replace(path)

@@ -1,0 +1,104 @@
+"""`benchbuild sweep`: a paper's results table in one command (models × benchmarks × seeds, trained and scored in
+parallel, resumable, ending in the report). `spec` reads the sweep file, `state` reads run folders, `run` runs."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from rich.live import Live
+
+from benchbuild.engine import EngineParameters
+from benchbuild.errors import BenchbuildError
+from benchbuild.sweep.spec import Sweep, load_sweep
+from benchbuild.sweep.state import run_state, status_table
+
+__all__ = ["load_sweep", "print_status", "dry_run", "run_sweep"]
+
+
+def print_status(sweep: Sweep, console: Console) -> None:
+    """The table of every run's state, read from the run folders."""
+    console.print(status_table([run_state(spec) for spec in sweep.runs], f"sweep {sweep.name}"))
+
+
+def dry_run(sweep: Sweep, console: Console, jobs: int) -> None:
+    """The grid, what is already done, and the estimated cost of the rest (from a few timed steps per model)."""
+    from benchbuild.sweep.run import check_folders, estimate
+
+    states = check_folders(sweep)
+    console.print(status_table(states, f"sweep {sweep.name}: {len(states)} runs (dry run: nothing is trained)"))
+    missing = sorted({spec.data for spec in sweep.runs if not (Path(spec.data) / "build.json").is_file()})
+    if missing:
+        console.print(f"benchmark folders still to build ({sweep.file.build or 'no build pipeline given'}): "
+                      + ", ".join(missing) + "; no cost estimate before they exist")
+        return
+    total = 0.0
+    for model, seconds, left in estimate(sweep, states, jobs):
+        total += seconds * left
+        console.print(f"{model}: {seconds * 1000:.0f} ms per step measured, {left:,} steps left")
+    console.print(f"estimated training time: {total / 60:.1f} min on one worker, about "
+                  f"{total / 60 / max(1, min(jobs, len(states))):.1f} min with {jobs} in parallel "
+                  "(evaluation and start-up not counted)")
+
+
+def run_sweep(sweep: Sweep, engine: EngineParameters, jobs: int, console: Console,
+              build: Callable[[Path], None]) -> list[str]:
+    """Build missing benchmarks (the sweep's `build` pipeline, through `build`), run what is left, write the report
+    over every finished run. Returns the report's files."""
+    from benchbuild.report.write import write_report
+    from benchbuild.sweep.run import check_folders, execute
+
+    engine.check()
+    check_folders(sweep)  # a folder of another configuration fails before the build
+    missing = [spec.data for spec in sweep.runs if not (Path(spec.data) / "build.json").is_file()]
+    if missing:
+        if sweep.file.build is None:
+            raise BenchbuildError(f"benchmark folder {missing[0]} does not exist: build it first, or name the pipeline "
+                                  f"that builds it as `build` in {sweep.path}")
+        build(Path(sweep.file.build))
+        still = [data for data in missing if not (Path(data) / "build.json").is_file()]
+        if still:
+            raise BenchbuildError(f"{sweep.file.build} ran but did not make {still[0]}: fix the benchmark's data path")
+
+    errors: list[str] = []
+    live_view = console.is_terminal
+
+    def report(folder: str, error: str | None) -> None:
+        if error is not None:
+            errors.append(f"failed {folder}: {error}")
+        if not live_view:
+            console.print(f"failed {folder}: {error}" if error else f"finished {folder}", markup=False,
+                          highlight=False)
+
+    stop = threading.Event()
+    if live_view:
+        with Live(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}"), console=console,
+                  refresh_per_second=1) as live:
+            def refresh() -> None:
+                while not stop.wait(2.0):
+                    live.update(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}"))
+
+            watcher = threading.Thread(target=refresh, daemon=True)
+            watcher.start()
+            try:
+                failed = execute(sweep, engine, jobs, report)
+            finally:
+                stop.set()
+                watcher.join()
+                live.update(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}"))
+        for line in errors:
+            console.print(line, markup=False, highlight=False)
+    else:
+        failed = execute(sweep, engine, jobs, report)
+    done = [spec.folder for spec in sweep.runs if run_state(spec).state == "done"]
+    written: list[str] = []
+    if done:
+        data = sorted({spec.data for spec in sweep.runs})
+        written = [str(path) for path in write_report(done, sweep.report_prefix, sweep.file.report.formats,
+                                                      data).files]
+    if failed:
+        raise BenchbuildError(f"{len(failed)} of {len(sweep.runs)} runs failed (first: {failed[0]}); the report "
+                              f"covers the {len(done)} finished ones: fix and rerun the same command")
+    return written

@@ -1,0 +1,171 @@
+"""Run a sweep: skip the runs that are done, resume the killed ones, schedule the rest, then write the report.
+
+Locally, `--jobs N` worker processes take runs one at a time (one per GPU when there are GPUs: each worker keeps one
+GPU; on CPU the cores are split evenly between them). With `--engine dask`, each run is one task (`resources={"GPU":
+1}` when the workers advertise GPUs), retried once on failure. A run is `train` (resuming from the run folder's last
+checkpoint when one is there) then `eval`; both are the same functions the commands call, so a run folder is the same
+whichever way it was made. A worker exits when the sweep's process dies, so a killed sweep leaves no run behind that
+goes on writing, and the same command finishes what was left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any, Callable
+
+from benchbuild.engine import EngineParameters, open_engine
+from benchbuild.errors import BenchbuildError
+from benchbuild.sweep.spec import CONFIG_FILE, RunSpec, Sweep
+from benchbuild.sweep.state import RunState, run_state
+
+_WORKER: dict[str, Any] = {}
+
+
+def run_one(spec: RunSpec, threads: int, root: str) -> dict[str, Any]:
+    """Train (or resume) and score one run into its folder, on `threads` torch threads; relative paths of the sweep
+    are taken from `root` (the sweep's working folder: a Dask worker runs elsewhere, on the same filesystem)."""
+    import dataclasses
+
+    from benchbuild.device import cpu_threads
+    from benchbuild.evaluation.evaluate import evaluate_run
+    from benchbuild.training.loop import train
+
+    folder = Path(root, spec.folder)
+    state_of = dataclasses.replace(spec, folder=str(folder))  # `data` as the sweep file gives it: the recorded one
+    data = str(Path(root, spec.data))
+    config = folder / CONFIG_FILE
+    if not config.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / (CONFIG_FILE + ".partial")
+        partial.write_text(json.dumps(spec.config(), indent=2) + "\n", encoding="utf-8")
+        partial.replace(config)
+    device = _WORKER.get("device") or spec.device
+    with cpu_threads(threads):
+        if run_state(state_of).state in ("pending", "partial"):
+            train(spec.model, data, folder, seed=spec.seed, max_steps=spec.max_steps, max_minutes=spec.max_minutes,
+                  device=device, recipe=spec.recipe, overrides=spec.overrides or None, progress=False)
+        if run_state(state_of).state != "done":
+            evaluate_run(folder, data, split=spec.split, beam=spec.beam, batch_size=spec.batch_size, device=device,
+                         progress=False)
+    return {"folder": spec.folder}
+
+
+def check_folders(sweep: Sweep) -> list[RunState]:
+    """Every run's state; a folder that holds another configuration is refused before anything runs."""
+    states = [run_state(spec) for spec in sweep.runs]
+    conflicts = [state.spec.folder for state in states if state.state == "conflict"]
+    if conflicts:
+        raise BenchbuildError(f"{conflicts[0]} holds a run of another configuration than {sweep.path} says"
+                              f"{f' (and {len(conflicts) - 1} more)' if len(conflicts) > 1 else ''}: move it away, "
+                              "or give the sweep another name or out")
+    return states
+
+
+def execute(sweep: Sweep, engine: EngineParameters, jobs: int, on_finished: Callable[[str, str | None], None]) -> list[str]:
+    """Run every run that is not done; `on_finished(folder, error)` after each (`error` None when it succeeded).
+    Returns the folders of the failed runs."""
+    todo = [state.spec for state in check_folders(sweep) if state.state != "done"]
+    if not todo:
+        return []
+    if engine.engine == "dask":
+        return _on_dask(todo, engine, on_finished)
+    return _locally(todo, jobs, on_finished)
+
+
+def _on_dask(todo: list[RunSpec], parameters: EngineParameters, on_finished: Callable[[str, str | None], None]) -> list[str]:
+    from benchbuild.device import visible_cuda_devices
+
+    gpus = visible_cuda_devices() if todo[0].device != "cpu" and parameters.scheduler is None else 0
+    failed = []
+    with open_engine(parameters, gpus=gpus) as engine:
+        resources = {"GPU": 1} if engine.gpus and todo[0].device != "cpu" else None
+        # Each task trains with one thread: a Dask worker is one single-threaded process.
+        results = engine.map(_guarded, todo, shared=(1, os.getcwd()), resources=resources, retries=1)
+        for spec, result in zip(todo, results):
+            if "error" in result:
+                failed.append(spec.folder)
+            on_finished(spec.folder, result.get("error"))
+    return failed
+
+
+def _guarded(spec: RunSpec, threads: int, root: str) -> dict[str, Any]:
+    """`run_one`, with a user error (BenchbuildError) returned instead of raised: one bad run does not stop the
+    others; anything else is raised (and retried by Dask)."""
+    try:
+        return run_one(spec, threads, root)
+    except BenchbuildError as error:
+        return {"folder": spec.folder, "error": str(error)}
+
+
+def _locally(todo: list[RunSpec], jobs: int, on_finished: Callable[[str, str | None], None]) -> list[str]:
+    import multiprocessing
+
+    from benchbuild.device import resolve_device, visible_cuda_devices
+
+    gpus = visible_cuda_devices() if todo[0].device != "cpu" else 0
+    if gpus:
+        resolve_device(todo[0].device, gpus)
+        devices = [f"cuda:{index % gpus}" for index in range(jobs)]
+    else:
+        devices = [None] * jobs
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    for device in devices:
+        queue.put(device)
+    failed = []
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker,
+                             initargs=(queue, os.getpid())) as pool:
+        pending = {pool.submit(_guarded, spec, threads, os.getcwd()): spec for spec in todo}
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                spec = pending.pop(future)
+                result = future.result()
+                if "error" in result:
+                    failed.append(spec.folder)
+                on_finished(spec.folder, result.get("error"))
+    return failed
+
+
+def _start_worker(devices, parent: int) -> None:
+    """A local worker: take one device, and exit when the sweep's process is gone (killed)."""
+    _WORKER["device"] = devices.get()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[tuple[str, float, int]]:
+    """Per model: seconds per training step, measured by training it a few steps on its first benchmark in a scratch
+    folder (the difference between a 2-step and a 6-step run, so start-up cost cancels), and the steps its runs have
+    left. The sweep's wall time is about their products summed over `jobs` parallel runs."""
+    import tempfile
+
+    from benchbuild.sweep.spec import budget_recipe
+    from benchbuild.training.loop import train
+
+    rows = []
+    for model in sweep.file.models:
+        runs = [state for state in states if state.spec.model == model]
+        first = runs[0].spec
+        budget = first.max_steps or budget_recipe(model, first.benchmark, first.recipe, first.overrides).steps
+        left = sum(0 if state.state in ("done", "trained") else budget - state.step for state in runs)
+        seconds = []
+        with tempfile.TemporaryDirectory(prefix="benchbuild-sweep-estimate-") as scratch:
+            for steps in (2, 6):
+                started = time.perf_counter()
+                train(model, first.data, Path(scratch) / f"steps{steps}", seed=0, max_steps=steps,
+                      device=first.device, recipe=first.recipe, overrides={**first.overrides, "eval_every": 10 ** 9}, progress=False)
+                seconds.append(time.perf_counter() - started)
+        rows.append((model, max(seconds[1] - seconds[0], 0.0) / 4, left))
+    return rows

@@ -1,0 +1,110 @@
+"""Where each run of a sweep stands, read from its folder alone (so `sweep --status` works for a sweep running
+elsewhere): pending, partial (killed or running: resumes from its checkpoint), trained (not yet scored), done, or
+conflict (the folder holds another configuration)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchbuild.sweep.spec import CONFIG_FILE, RunSpec
+
+METRICS_FILE = "metrics.json"
+
+
+@dataclass
+class RunState:
+    """One run's state and progress: step reached, budget, best validation exact match, training seconds."""
+
+    spec: RunSpec
+    state: str
+    step: int = 0
+    budget: int | None = None
+    best_validation: float | None = None
+    elapsed_s: float | None = None
+    metric: float | None = None
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the run's own pace so far (unknown before its first validation)."""
+        if self.state not in ("partial",) or not self.step or not self.elapsed_s or not self.budget:
+            return None
+        return max(0.0, (self.budget - self.step) * self.elapsed_s / self.step)
+
+
+def run_state(spec: RunSpec) -> RunState:
+    folder = Path(spec.folder)
+    config_file = folder / CONFIG_FILE
+    if not folder.exists():
+        return RunState(spec, "pending")
+    if config_file.is_file():
+        if _json(config_file) != spec.config():
+            return RunState(spec, "conflict")
+    elif any(folder.iterdir()):
+        return RunState(spec, "conflict")
+    run = _json(folder / "run.json") or {}
+    state = RunState(spec, "pending" if not run else "partial", budget=run.get("step_budget"))
+    for record in _log(folder / "train_log.jsonl"):
+        state.step = max(state.step, int(record.get("step", 0)))
+        if record.get("validation_exact_match") is not None:
+            value = float(record["validation_exact_match"])
+            state.best_validation = value if state.best_validation is None else max(state.best_validation, value)
+            state.elapsed_s = record.get("elapsed_s", state.elapsed_s)
+    if run.get("status") == "complete":
+        metrics = _json(folder / METRICS_FILE)
+        scored = isinstance(metrics, dict) and metrics.get("split") == spec.split
+        state.state = "done" if scored else "trained"
+        if scored:
+            state.metric = metrics.get("exact_match")
+            if state.metric is None:
+                state.metric = (metrics.get("bleu") or {}).get("score")
+    return state
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _log(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            break  # a line cut by a kill ends what can be read
+    return records
+
+
+def status_table(states: list[RunState], title: str):
+    """A rich Table of the runs: model, benchmark, seed, state, step/budget, best validation, test metric, ETA."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("model", "benchmark", "seed", "state", "step", "best validation", "metric", "ETA"):
+        table.add_column(column, justify="right" if column in ("seed", "step", "best validation", "metric", "ETA")
+                         else "left", overflow="fold")  # a narrow terminal wraps names, never cuts them
+    for state in states:
+        step = f"{state.step:,}" + (f"/{state.budget:,}" if state.budget else "")
+        table.add_row(state.spec.model, state.spec.benchmark, str(state.spec.seed), state.state, step,
+                      _number(state.best_validation), _number(state.metric),
+                      "" if state.eta_s is None else _duration(state.eta_s))
+    counts = {name: sum(s.state == name for s in states) for name in ("done", "trained", "partial", "pending")}
+    table.caption = ", ".join(f"{number} {name}" for name, number in counts.items() if number)
+    return table
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def _duration(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"

@@ -1,0 +1,205 @@
+"""`benchbuild sweep`: the smoke sweep (pipelines/sweep_smoke.toml) run locally with 2 jobs, killed and resumed,
+and on a real Dask cluster gives the same run folders and report; bad sweep files are refused before anything runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from benchbuild.cli import app
+from benchbuild.errors import BenchbuildError
+from benchbuild.sweep.spec import load_sweep
+from benchbuild.sweep.state import run_state
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = ROOT / "pipelines" / "sweep_smoke.toml"
+
+
+def _workspace(folder: Path) -> Path:
+    """A working folder like a checkout's root: the project's pipelines beside where runs and benchmarks go."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pipelines").symlink_to(ROOT / "pipelines")
+    return folder
+
+
+def _sweep(cwd: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "benchbuild", "sweep", "pipelines/sweep_smoke.toml", *args],
+                          cwd=cwd, capture_output=True, text=True, **kwargs)
+
+
+def _run_folders(cwd: Path) -> dict[str, Path]:
+    return {str(path.relative_to(cwd / "runs")): path for path in sorted((cwd / "runs").glob("sweep_smoke/*/*/seed*"))}
+
+
+def _losses(folder: Path) -> list[tuple[int, float]]:
+    return [(record["step"], record["loss"]) for record in map(json.loads, (folder / "train_log.jsonl").open())
+            if "loss" in record]
+
+
+def _metrics(folder: Path) -> dict:
+    metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    return {key: value for key, value in metrics.items() if key not in ("run", "benchmark_path")}
+
+
+@pytest.fixture(scope="module")
+def local_sweep(tmp_path_factory):
+    """The smoke sweep run to the end with `--engine local --jobs 2`, in a folder of its own."""
+    cwd = _workspace(tmp_path_factory.mktemp("local"))
+    result = _sweep(cwd, "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    return cwd
+
+
+@pytest.mark.slow
+def test_the_smoke_sweep_trains_scores_and_reports_every_run(local_sweep):
+    folders = _run_folders(local_sweep)
+    assert len(folders) == 12
+    for folder in folders.values():
+        assert json.loads((folder / "run.json").read_text())["status"] == "complete"
+        assert _metrics(folder)["split"] == "test"
+        assert json.loads((folder / "sweep_run.json").read_text())["max_steps"] == 20
+    report = (local_sweep / "runs" / "sweep_smoke" / "report.csv").read_text(encoding="utf-8")
+    for model in ("transformer", "relative_transformer", "universal_transformer"):
+        for benchmark in ("addprim_turn_left", "length_cutoff_26"):
+            assert f"{model},scan/{benchmark},test,exact_match,2,0 1," in report
+
+
+KILLED = """name = "killed"
+models = ["transformer"]
+seeds = [0, 1]
+device = "cpu"
+[budget]
+steps = 20
+[set]
+eval_every = 20
+[[benchmarks]]
+name = "scan/addprim_turn_left"
+data = "out/scan/addprim_turn_left"
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_sweep_finishes_only_what_was_left(local_sweep):
+    """Killed (with its workers) once its first run is done, then run again: the finished run is not trained or
+    scored again, the other one is finished."""
+    cwd = local_sweep
+    (cwd / "killed.toml").write_text(KILLED, encoding="utf-8")
+    os.chdir(cwd)
+    try:
+        runs = load_sweep("killed.toml").runs
+    finally:
+        os.chdir(ROOT)
+    command = [sys.executable, "-m", "benchbuild", "sweep", "killed.toml", "--jobs", "1"]
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    try:
+        while process.poll() is None and not any(run_state(_absolute(spec, cwd)).state == "done" for spec in runs):
+            time.sleep(0.5)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL, process.stderr.read().decode()
+    done = [spec for spec in runs if run_state(_absolute(spec, cwd)).state == "done"]
+    assert len(done) == 1, "the kill lands after the first run and before the second"
+    files = {name: (cwd / done[0].folder / name).stat().st_mtime_ns
+             for name in ("model.safetensors", "metrics.json", "run.json", "predictions.jsonl")}
+    rerun = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"finished {done[0].folder}" not in rerun.stderr
+    assert {name: (cwd / done[0].folder / name).stat().st_mtime_ns for name in files} == files
+    assert all(run_state(_absolute(spec, cwd)).state == "done" for spec in runs)
+
+
+def _absolute(spec, cwd: Path):
+    from dataclasses import replace
+
+    return replace(spec, folder=str(cwd / spec.folder))  # `data` stays as the sweep recorded it
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_sweep_on_dask_gives_the_same_runs_and_report(local_sweep, dask_scheduler, tmp_path):
+    local = local_sweep
+    cwd = _workspace(tmp_path / "dask")
+    result = _sweep(cwd, "--engine", "dask", "--scheduler", dask_scheduler)
+    assert result.returncode == 0, result.stderr
+    ours, theirs = _run_folders(cwd), _run_folders(local)
+    assert ours.keys() == theirs.keys() and len(ours) == 12
+    for name in ours:
+        assert _losses(ours[name]) == _losses(theirs[name]), name
+        assert _metrics(ours[name]) == _metrics(theirs[name]), name
+        assert (ours[name] / "model.safetensors").read_bytes() == (theirs[name] / "model.safetensors").read_bytes()
+    assert ((cwd / "runs/sweep_smoke/report.csv").read_text() == (local / "runs/sweep_smoke/report.csv").read_text())
+
+
+def test_status_reads_the_run_folders(local_sweep):
+    cwd = local_sweep
+    result = _sweep(cwd, "--status")
+    assert result.returncode == 0, result.stderr
+    assert "12 done" in result.stdout
+
+
+def test_dry_run_prints_the_grid_and_a_measured_estimate(local_sweep, tmp_path):
+    local = local_sweep
+    sweep = tmp_path / "one.toml"
+    sweep.write_text(f"models = ['transformer']\nseeds = [0, 1]\nout = '{tmp_path / 'runs'}'\n[budget]\nsteps = 50\n"
+                     f"[[benchmarks]]\ndata = '{local / 'out/scan/addprim_turn_left'}'\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "benchbuild", "sweep", str(sweep), "--dry-run", "--jobs", "2"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "2 pending" in result.stdout and "scan/addprim_turn_left" in result.stdout
+    assert "ms per step measured, 100 steps left" in result.stdout
+    assert not (tmp_path / "runs").exists(), "a dry run trains nothing"
+
+
+BAD_SWEEPS = {
+    "unknown key": ("colour = 'red'\n", "unknown key 'colour'"),
+    "unknown model": ("", "no_such_model"),
+    "model without the recipe": ("[[overrides]]\nmodel = 'lstm_attention'\nrecipe = 'nounadj'\n",
+                                 "lstm_attention on scan/simple"),
+    "override of a model not swept": ("[[overrides]]\nmodel = 'sag'\nset = { batch_size = 8 }\n",
+                                      "names model 'sag', which is not in models"),
+    "bad recipe key": ("[set]\nbatch_size = 0\n", "batch_size must be positive"),
+    "bad device": ("device = 'gpu'\n", "unknown device 'gpu'"),
+    "no steps": ("[budget]\nsteps = 0\n", "steps must be at least 1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SWEEPS))
+def test_bad_sweep_files_are_refused_before_anything_runs(case, tmp_path):
+    extra, message = BAD_SWEEPS[case]
+    models = '["transformer", "no_such_model"]' if case == "unknown model" else '["transformer", "lstm_attention"]'
+    top, tables = (extra, "") if not extra.startswith("[") else ("", extra)
+    sweep = tmp_path / "bad.toml"
+    sweep.write_text(f"{top}models = {models}\nseeds = [0]\n\n[[benchmarks]]\nname = 'scan/simple'\n"
+                     f"data = '{tmp_path / 'missing'}'\n\n{tables}", encoding="utf-8")
+    with pytest.raises(BenchbuildError, match=message):
+        load_sweep(sweep)
+    result = CliRunner().invoke(app, ["sweep", str(sweep)], standalone_mode=False)
+    assert isinstance(result.exception, BenchbuildError) and message in str(result.exception)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bad.toml"]
+
+
+def test_a_folder_of_another_configuration_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(_workspace(tmp_path))
+    folder = tmp_path / "runs/sweep_smoke/transformer/addprim_turn_left/seed0"
+    folder.mkdir(parents=True)
+    (folder / "sweep_run.json").write_text(json.dumps({"model": "transformer", "seed": 7}), encoding="utf-8")
+    result = CliRunner().invoke(app, ["sweep", "pipelines/sweep_smoke.toml", "--jobs", "2"], standalone_mode=False)
+    assert "holds a run of another configuration" in str(result.exception)
+    assert not (tmp_path / "out").exists(), "nothing is built before the check"
+
+
+def test_jobs_apply_to_the_local_engine_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(_workspace(tmp_path))
+    result = CliRunner().invoke(app, ["sweep", "pipelines/sweep_smoke.toml", "--engine", "dask", "--jobs", "2"],
+                                standalone_mode=False)
+    assert "--jobs sizes --engine local" in str(result.exception)
