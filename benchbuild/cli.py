@@ -10,7 +10,7 @@ import shlex
 import sys
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from typer._click.exceptions import ClickException  # typer vendors click: its own exception classes
@@ -18,11 +18,13 @@ from typer.core import TyperArgument
 from rich.console import Console
 
 from benchbuild import __version__
+from benchbuild.engine import EngineParameters, without_engine_options
 from benchbuild.errors import BenchbuildError
 from benchbuild.nounadj.parameters import NounAdjParameters
 from benchbuild.options import (DeviceOption, EncodingErrorsOption, FormatOption, OverwriteOption, key_values,
                                 with_parameters)
 from benchbuild.react.parameters import DegreeParameters, ReactParameters
+from benchbuild.report.formats import format_option
 from benchbuild.scan.parameters import ScanParameters
 
 if TYPE_CHECKING:
@@ -43,9 +45,10 @@ _STEP_ARGV: ContextVar[tuple[str, ...] | None] = ContextVar("step_argv", default
 
 
 def _command_line() -> str:
-    """The build command as it was given: `benchbuild <command> <its arguments>`, for build.json."""
+    """The build command as it was given: `benchbuild <command> <its arguments>`, for build.json, less the engine
+    options (where it ran never changes what it wrote, so either engine gives the same folder)."""
     argv = _STEP_ARGV.get()
-    return shlex.join(["benchbuild", *(sys.argv[1:] if argv is None else argv)])
+    return _command_line_of(sys.argv[1:] if argv is None else argv)
 
 
 def _save(benchmark: Benchmark, out_dir: Path, format: str, overwrite: bool) -> Path:
@@ -103,11 +106,35 @@ def run_command(
         console.print(f"[bold]{label}[/bold]: benchbuild {' '.join(argv)}")
         if argv[0] == "run":
             continue  # its steps follow in the plan
+        if _already_built(argv):
+            console.print("  its --out holds what this same command built: kept (remove the folder to rebuild it)",
+                          markup=False, highlight=False)
+            continue
         token = _STEP_ARGV.set(tuple(argv))
         try:
             command.main(argv[1:], prog_name=f"benchbuild {argv[0]}", standalone_mode=False)
         finally:
             _STEP_ARGV.reset(token)
+
+
+def _already_built(argv: list[str]) -> bool:
+    """Whether a pipeline's build step's `--out` holds a complete benchmark that this same command line built, so a
+    rerun of the pipeline (after a later step failed, say) goes on past it. build-scan keeps its finished splittings
+    itself."""
+    import json
+
+    if argv[0] not in ("build-noun-adj", "build-react") or "--out" not in argv[:-1]:
+        return False
+    built = Path(argv[argv.index("--out") + 1]) / "build.json"
+    try:
+        recorded = json.loads(built.read_text(encoding="utf-8")).get("command_line")
+    except (OSError, ValueError):
+        return False
+    return recorded == _command_line_of(argv)
+
+
+def _command_line_of(argv: list[str] | tuple[str, ...]) -> str:
+    return shlex.join(["benchbuild", *without_engine_options(argv)])
 
 
 # Build commands whose options are a parameters dataclass: its cheap `check()` (arguments and input files only)
@@ -150,7 +177,8 @@ def _plan_recipe(recipe: Path, stack: tuple[Path, ...]) -> list[tuple[str, typer
 
 def _parse_step(command, argv: list[str], where: str) -> dict:
     """The option values of one step's command line, parsed (types, ranges, choices, required options, option
-    callbacks) but not run; a build command's parameters are checked too. A refusal names the step."""
+    callbacks) but not run; a build command's parameters, a command's engine options (--engine, --scheduler,
+    --workers) and `train`'s --set keys are checked too. A refusal names the step."""
     import dataclasses
 
     try:
@@ -160,11 +188,23 @@ def _parse_step(command, argv: list[str], where: str) -> dict:
     values = dict(context.params)
     context.close()
     parameters = _CHECKED_PARAMETERS.get(argv[0])
-    if parameters is not None:
-        try:
-            parameters(**{field.name: values[field.name] for field in dataclasses.fields(parameters)}).check()
-        except BenchbuildError as error:
-            raise BenchbuildError(f"{where}: {error}") from None
+    engine_fields = [field.name for field in dataclasses.fields(EngineParameters)]
+    try:
+        engine = (EngineParameters(**{name: values[name] for name in engine_fields})
+                  if set(engine_fields) <= values.keys() else None)
+        if engine is not None:
+            engine.check()
+        if parameters is not None:
+            built = parameters(**{field.name: values[field.name] for field in dataclasses.fields(parameters)})
+            built.check()
+            if engine is not None and hasattr(built, "check_engine"):  # options that clash with an engine
+                built.check_engine(engine)
+        if argv[0] == "train":
+            from benchbuild.zoo.recipe import TrainingRecipe
+
+            TrainingRecipe.checked_overrides(key_values(values["recipe_set"] or [], "--set"), "--set")
+    except BenchbuildError as error:
+        raise BenchbuildError(f"{where}: {error}") from None
     return values
 
 
@@ -173,15 +213,15 @@ def zoo_command(
     papers: Annotated[bool, typer.Option("--papers", help="List the cited papers instead: id, full citation, "
                                          "what benchbuild takes from it, its zoo models.")] = False,
     model: Annotated[Optional[str], typer.Option(
-        "--model", help="Show one model instead: per recipe family, the architecture it trains and its parameter "
-        "count.")] = None,
+        "--model", help="Show one model instead: per recipe, the architecture it trains, its parameter count, its "
+        "selection rule and the paper's numbers made with it.")] = None,
 ) -> None:
     """List the model zoo: every catalogue entry with its kind, paper ids and one line (one block per model)."""
     import textwrap
 
     from rich.text import Text
 
-    from benchbuild.papers import PAPERS, cited_ids
+    from benchbuild.papers import PAPERS, cited_ids, reported_with
     from benchbuild.zoo import list_entries
 
     def block(*paragraphs: str, first: str = "    ", rest: str = "    ") -> str:
@@ -197,8 +237,13 @@ def zoo_command(
     if papers:
         for paper in PAPERS.values():
             models = ", ".join(entry.name for entry in entries if paper.id in cited_ids(entry.paper)) or "none"
+            numbers = reported_with(paper.id, entries)
             out.print(block(paper.citation(), f"benchbuild: {paper.implements}", f"zoo: {models}",
-                            first=f"{paper.id}  ", rest=" " * 5) + "\n", markup=False, highlight=False, soft_wrap=True)
+                            "its numbers, trained here with:" if numbers else "its numbers: none in the catalogue",
+                            first=f"{paper.id}  ", rest=" " * 5), markup=False, highlight=False, soft_wrap=True)
+            for line in numbers:
+                out.print(block(line, first=" " * 7, rest=" " * 9), markup=False, highlight=False, soft_wrap=True)
+            out.print()
         return
     out.print("benchbuild model zoo (models/*.toml); papers by id: benchbuild zoo --papers", highlight=False)
     for entry in entries:
@@ -209,11 +254,14 @@ def zoo_command(
 
 
 def _print_resolved_model(name: str) -> None:
-    """`zoo --model NAME`: per recipe family, the resolved architecture (recipe keys over `[architecture]`) and the
-    parameter count of a fresh model over the recipe's vocabulary size (BPE), or 32 words (SCAN's commands)."""
+    """`zoo --model NAME`: per recipe, the resolved architecture (recipe keys over `[architecture]`), the parameter
+    count of a fresh model over the recipe's vocabulary size (BPE) or 32 words (SCAN's commands), the selection rule
+    and the reported numbers made with it. The models are built on torch's meta device: counting the 217M parameters
+    of the noun-adjective Transformer allocates nothing."""
     import dataclasses
     import textwrap
 
+    import torch
     from rich.text import Text
 
     from benchbuild.zoo import build_model, load_entry
@@ -221,17 +269,23 @@ def _print_resolved_model(name: str) -> None:
 
     entry = load_entry(name)
     out.print(Text(entry.name, style="bold"))
-    out.print(textwrap.fill(f"{entry.summary} (paper {entry.paper})", max(out.width, 40), break_on_hyphens=False),
-              markup=False, highlight=False, soft_wrap=True)
+    out.print(textwrap.fill(f"{entry.summary} (paper {entry.paper}). A run trains with the recipe of the reported "
+                            "number on its benchmark, else the one named for its benchmark family (nounadj), else "
+                            "scan (SCAN) or mt; `train --recipe` chooses another.", max(out.width, 40),
+                            break_on_hyphens=False), markup=False, highlight=False, soft_wrap=True)
     for family, recipe in sorted(entry.recipes.items()):
         architecture = resolved_architecture(entry, family)
         vocabulary = recipe.get("bpe_vocab_size") or 32
-        network = build_model(dataclasses.replace(entry, architecture=architecture), vocab_size=vocabulary,
-                              pad_token_id=0, bos_token_id=1, eos_token_id=2)
+        with torch.device("meta"):
+            network = build_model(dataclasses.replace(entry, architecture=architecture), vocab_size=vocabulary,
+                                  pad_token_id=0, bos_token_id=1, eos_token_id=2)
         parameters = sum(parameter.numel() for parameter in network.parameters())
         changed = ", ".join(sorted(recipe.get("architecture", {}))) or "none"
+        numbers = "; ".join(f"{row['benchmark']} {row['metric']} {row['value']:g} ({row['table']})"
+                            for row in entry.reported if row.get("recipe") == family) or "none"
         paragraphs = (f"[recipe.{family}] {parameters:,} parameters (vocabulary {vocabulary:,}); "
                       f"select = {recipe.get('select', 'best_validation')}",
+                      f"reported numbers made with it: {numbers}",
                       f"keys this recipe changes: {changed}",
                       ", ".join(f"{key} = {value}" for key, value in architecture.items()))
         text = "\n".join(textwrap.fill(paragraph, max(out.width, 40), initial_indent="" if number == 0 else "    ",
@@ -245,24 +299,47 @@ def _print_resolved_model(name: str) -> None:
 def build_noun_adj_command(
     out_dir: Annotated[Path, typer.Option("--out", help="Benchmark folder to write.")],
     parameters: NounAdjParameters,
+    engine: EngineParameters,
     format: FormatOption = "arrow",
     overwrite: OverwriteOption = False,
+    allow_small: Annotated[bool, typer.Option("--allow-small", help="Save the benchmark even when its test split is "
+                                              "empty (the card's counts say so); without it such a build is refused "
+                                              "before saving.")] = False,
 ) -> None:
     """Build the English→French noun–adjective order benchmark (Chaabouni et al. 2021, §4.2) from a parallel corpus."""
     from benchbuild.atomic import check_writable, work_directory
+    from benchbuild.engine import open_engine
     from benchbuild.nounadj.build import build_noun_adj
 
     parameters.check()
+    parameters.check_engine(engine)
     check_writable(out_dir, overwrite)
     # The large splits live in Arrow files of a work folder beside --out until the benchmark is saved.
     with work_directory(out_dir) as work:
-        benchmark = build_noun_adj(parameters, workdir=work, progress=True)
+        with open_engine(engine) as running:  # with --engine dask, its workers parse the candidate sentences
+            benchmark = build_noun_adj(parameters, workdir=work, progress=True, engine=running)
+        empty_test = len(benchmark.splits["test"]) == 0
+        if empty_test and not allow_small:
+            raise BenchbuildError(_empty_test_split(benchmark.card.counts))
         _save(benchmark, out_dir, format, overwrite)
     rows = ", ".join(f"{name} {split.rows:,}" for name, split in benchmark.info.splits.items())
     out.print(f"wrote {out_dir} ({rows})")
-    if benchmark.info.splits["test"].rows == 0:
-        console.print(f"warning: the test split is empty: no sentence of the corpus has a held-out pairing (see the "
-                      f"counts in {out_dir / 'README.md'}); a larger corpus gives test rows")
+    if empty_test:
+        console.print(f"warning: the test split is empty (saved with --allow-small; the counts in "
+                      f"{out_dir / 'README.md'} say why)", soft_wrap=True)
+
+
+def _empty_test_split(counts: dict[str, int]) -> str:
+    """Why a noun–adjective build has no test row, and what to change: a benchmark without one is never the aim."""
+    held_out = counts["test: sentences with a held-out pairing"]
+    if held_out:
+        return (f"the test split would be empty: --require-reference-match dropped all {held_out:,} sentences with a "
+                "held-out pairing (no French reference holds both lemmas): drop --require-reference-match, give a "
+                "larger corpus, or pass --allow-small to save it anyway")
+    parsed = counts["sentences sent to the parser (hold a target-noun form)"]
+    return (f"the test split would be empty: none of the {parsed:,} sentences holding a target noun has a held-out "
+            "pairing: give a larger corpus (or a --pairs file whose swapped pairings it holds), or pass --allow-small "
+            "to save it anyway")
 
 
 def _positive_minutes(value: float | None) -> float | None:
@@ -282,8 +359,9 @@ def train_command(
         "--max-minutes", callback=_positive_minutes, help="Also stop after this many minutes of training and validation, then validate once "
         "more and keep the checkpoint the recipe's `select` names.")] = None,
     device: DeviceOption("Where to train") = "auto",
-    recipe: Annotated[Optional[Literal["scan", "mt"]], typer.Option(
-        "--recipe", help="Recipe family (default: from the benchmark's family).")] = None,
+    recipe: Annotated[Optional[str], typer.Option(
+        "--recipe", metavar="scan|scan_000|mt|mt_001|nounadj", help="One of the entry's recipes (default: the one its paper's number on this benchmark was made "
+        "with, else the benchmark family's; `benchbuild zoo --model NAME` lists them).")] = None,
     recipe_set: Annotated[Optional[list[str]], typer.Option(
         "--set", help="Override a recipe key, KEY=VALUE (repeatable), e.g. --set eval_every=500.")] = None,
     validation_split: Annotated[Optional[str], typer.Option(
@@ -349,15 +427,32 @@ def score_command(
 def report_command(
     run_dirs: Annotated[list[Path], typer.Argument(help="Evaluated run folders (seeds of a model are averaged).")],
     prefix: Annotated[Optional[Path], typer.Option(
-        "--out", help="Writes PREFIX.md and PREFIX.csv (default: report.md and report.csv beside the first run "
-        "folder, in its parent folder).")] = None,
+        "--out", help="Writes PREFIX.md, .csv, .tex, .html and the figures in PREFIX_files/ (default: report.* "
+        "beside the first run folder, in its parent folder).")] = None,
+    formats: Annotated[str, typer.Option(
+        "--format", callback=format_option,
+        help="Comma-separated formats to write: md, csv, tex, html (figures come with tex and html).")
+    ] = "md,csv,tex,html",
+    data: Annotated[Optional[list[Path]], typer.Option(
+        "--data", help="A benchmark folder (repeatable): its degree or length histograms, and its rows for figures "
+        "whose evaluations did not record where their benchmark is.")] = None,
 ) -> None:
-    """Table of model × benchmark split: mean ± standard error over seeds, beside the paper's number."""
-    from benchbuild.evaluation.report import markdown_table, write_report
+    """Tables, figures and an HTML page of model × benchmark split: mean ± s.e. over seeds beside the paper's."""
+    from benchbuild.evaluation.report import markdown_table
+    from benchbuild.report.formats import parse_formats
+    from benchbuild.report.write import write_report
 
-    rows, markdown, table = write_report(run_dirs, prefix if prefix is not None else run_dirs[0].resolve().parent / "report")
-    out.print(markdown_table(rows), markup=False, highlight=False, soft_wrap=True)
-    console.print(f"wrote {markdown} and {table}")
+    report = write_report(run_dirs, prefix if prefix is not None else run_dirs[0].resolve().parent / "report",
+                          parse_formats(formats), data or ())
+    out.print(markdown_table(report.rows), markup=False, highlight=False, soft_wrap=True)
+    for note in report.notes:
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    console.print("wrote " + ", ".join(map(str, report.files))
+                  + (f" and {len(report.figures)} figures in {report.figures[0].png.parent}" if report.figures else ""),
+                  markup=False, highlight=False, soft_wrap=True)
+    page = next((path for path in report.files if path.suffix == ".html"), None)
+    if page is not None:
+        console.print(f"open {page} in a browser", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("degree")
@@ -368,15 +463,19 @@ def degree_command(
     out_file: Annotated[Optional[Path], typer.Option("--out", help="TSV to write (default: stdout).")] = None,
     *,
     parameters: DegreeParameters,
+    engine: EngineParameters,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --out file.")] = False,
     encoding_errors: EncodingErrorsOption = "strict",
 ) -> None:
     """Compositional degree (001 §4) of every pool line w.r.t. a training corpus, as a TSV (line, degree)."""
+    from benchbuild.engine import open_engine
     from benchbuild.react.degree import write_degree_table
 
     parameters.check()
-    counts = write_degree_table(train_src, pool, out_file, parameters, overwrite=overwrite, progress=True,
-                                encoding_errors=encoding_errors)
+    engine.check()
+    with open_engine(engine) as running:  # with --engine dask, its workers score the pool's shards
+        counts = write_degree_table(train_src, pool, out_file, parameters, overwrite=overwrite, progress=True,
+                                    encoding_errors=encoding_errors, engine=running)
     console.print(f"scored {counts['scored']:,} of {counts['lines']:,} lines "
                   f"({counts['dropped']:,} dropped by the OOV filter or empty)"
                   + (f"; wrote {out_file}" if out_file else ""))
@@ -387,18 +486,23 @@ def degree_command(
 def build_react_command(
     out_dir: Annotated[Path, typer.Option("--out", help="Benchmark folder to write.")],
     parameters: ReactParameters,
+    engine: EngineParameters,
     format: FormatOption = "arrow",
     overwrite: OverwriteOption = False,
 ) -> None:
     """Build ReaCT (001 §4): compositional degree, then a model ensemble's reverse mutual information."""
     from benchbuild.atomic import check_writable
-    from benchbuild.react.build import build_react
+    from benchbuild.engine import open_engine
+    from benchbuild.react.build import build_react, engine_gpus
     from benchbuild.react.cache import StageCache
 
     parameters.check()
+    parameters.check_engine(engine)
     check_writable(out_dir, overwrite)
     cache = StageCache(parameters.cache_dir)
-    benchmark = build_react(parameters, cache=cache, progress=True)
+    # The engine starts (or joins its scheduler) before the first stage: an unreachable cluster fails here.
+    with open_engine(engine, gpus=engine_gpus(parameters, engine)) as running:
+        benchmark = build_react(parameters, cache=cache, progress=True, engine=running)
     written = _save(benchmark, out_dir, format, overwrite)
     counts = benchmark.card.counts
     reused = f"; cached stages reused: {', '.join(cache.hits)}" if cache.hits else ""
@@ -422,6 +526,38 @@ def stats_command(
         typer.echo(f"{name}\t{value}")
     for reason in table.skipped:
         console.print(reason)
+
+
+@app.command("sweep")
+@with_parameters
+def sweep_command(
+    sweep_file: Annotated[Path, typer.Argument(help="A sweep TOML: models, [[benchmarks]], seeds, budget, overrides "
+                                               "(see pipelines/sweep_smoke.toml).")],
+    engine: EngineParameters,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="With --engine local: runs at once, each in its own "
+                                      "process (one per GPU when there are GPUs; the CPU cores split evenly).")] = 1,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the grid, what is done, and the estimated cost "
+                                          "(a few timed steps per model); train nothing.")] = False,
+    status: Annotated[bool, typer.Option("--status", help="Print every run's state, read from the run folders "
+                                         "(also for a sweep running elsewhere), and exit.")] = False,
+) -> None:
+    """Train and score a grid of models x benchmarks x seeds, resumable, then write the report beside the papers'
+    numbers. A rerun of the same command skips finished runs and resumes killed ones."""
+    from benchbuild.sweep import dry_run as print_dry_run, load_sweep, print_status, run_sweep
+
+    sweep = load_sweep(sweep_file)
+    engine.check()
+    if engine.engine == "dask" and jobs != 1:
+        raise BenchbuildError("--jobs sizes --engine local; with --engine dask the cluster's workers run the runs "
+                              "(--workers sizes an embedded one)")
+    view = out if out.is_terminal else Console(width=160)  # piped or logged: tables at full width
+    if status:
+        print_status(sweep, view)
+    elif dry_run:
+        print_dry_run(sweep, view, jobs)
+    else:
+        written = run_sweep(sweep, engine, jobs, console, build=lambda recipe: run_command(recipe))
+        console.print(f"sweep {sweep.name}: {len(sweep.runs)} runs finished; wrote {', '.join(written)}")
 
 
 def _option_dests(command) -> set[str]:

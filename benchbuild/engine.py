@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Hashable, Iterable, Iterator, Literal, Optional
+from typing import Annotated, Any, Callable, Hashable, Iterable, Iterator, Literal, Optional, Sequence
 
 import typer
 
@@ -68,6 +68,26 @@ class EngineParameters:
             raise BenchbuildError("--workers sizes the embedded cluster and --scheduler joins a running one: give "
                                   "one of them")
         require_dask()
+
+
+ENGINE_OPTIONS = ("--engine", "--scheduler", "--workers")
+
+
+def without_engine_options(argv: Iterable[str]) -> list[str]:
+    """`argv` less the engine options and their values (`--workers 2` and `--workers=2`): what a build records as
+    its command line, since where it ran never changes what it wrote."""
+    kept: list[str] = []
+    skip_value = False
+    for argument in argv:
+        if skip_value:
+            skip_value = False
+            continue
+        name, equals, _ = argument.partition("=")
+        if name in ENGINE_OPTIONS:
+            skip_value = not equals
+            continue
+        kept.append(argument)
+    return kept
 
 
 def dask_available() -> bool:
@@ -183,7 +203,7 @@ def _join(address: str) -> DaskEngine:
     from distributed import Client
 
     try:
-        client = Client(address, timeout="20s")
+        client = Client(address)  # waits `distributed.comm.timeouts.connect` (Dask config; 30 s by default)
     except (OSError, TimeoutError) as error:
         raise BenchbuildError(f"could not reach the Dask scheduler at --scheduler {address} ({error}): start it "
                               "with `dask scheduler` and give the address it prints") from None
@@ -194,13 +214,16 @@ def embedded_worker_specs(workers: int, gpus: int) -> dict[str, dict[str, Any]]:
     """Worker specs of the embedded cluster: `workers` single-threaded processes, with a GPU each when `gpus` > 0."""
     from distributed import Nanny
 
+    # The GPUs this process may use, by the ids the driver knows them by: those CUDA_VISIBLE_DEVICES names, if set.
+    visible = [device for device in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if device.strip()]
+    ids = visible[:gpus] if len(visible) >= gpus else [str(index) for index in range(gpus)]
     specs = {}
     for index in range(workers):
         # A failed task is re-raised in the command, which says it once: the workers' own logs would repeat it.
         options: dict[str, Any] = {"nthreads": 1, "silence_logs": logging.CRITICAL}
         if gpus:
             options["resources"] = {"GPU": 1}
-            options["env"] = {"CUDA_VISIBLE_DEVICES": str(index % gpus)}
+            options["env"] = {"CUDA_VISIBLE_DEVICES": ids[index % gpus]}
         specs[f"worker-{index}"] = {"cls": Nanny, "options": options}
     return specs
 
@@ -215,11 +238,86 @@ def _embedded(workers: int | None, gpus: int) -> DaskEngine:
     return DaskEngine(Client(cluster), cluster)
 
 
+class ProcessPoolEngine(Engine):
+    """Each task in a fresh process of this machine (spawned), at most one per slot at once. A slot is the
+    environment its task's process starts with — `{"CUDA_VISIBLE_DEVICES": "1"}` gives each task one GPU, so N
+    GPUs run N tasks at once without Dask, each in a process of its own (`accelerate`'s state is per process).
+    Results are yielded in input order; a failed task is run again up to `retries` times."""
+
+    name = "processes"
+
+    def __init__(self, slots: Sequence[dict[str, str]]) -> None:
+        if not slots:
+            raise ValueError("a process pool needs at least one slot")
+        self.slots = [dict(slot) for slot in slots]
+        self.workers = len(self.slots)
+        self.gpus = sum(1 for slot in self.slots if "CUDA_VISIBLE_DEVICES" in slot)
+
+    def map(self, function: Callable[..., Any], items: Iterable[Any], *, shared: tuple[Any, ...] = (),
+            resources: dict[str, float] | None = None, retries: int = 0) -> Iterator[Any]:
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+        context = multiprocessing.get_context("spawn")
+        # One single-process executor per slot, its process replaced after every task: a slot's environment is
+        # set before the task's process imports anything, and no process runs two tasks.
+        executors = [ProcessPoolExecutor(1, mp_context=context, initializer=_set_environment, initargs=(slot,),
+                                         max_tasks_per_child=1) for slot in self.slots]
+        free = list(range(len(self.slots)))
+        queued = iter(enumerate(items))
+        running: dict[Any, tuple[int, Any, int, int]] = {}  # future -> (index, item, slot, attempt)
+        done: dict[int, Any] = {}
+        following = 0
+        try:
+            while True:
+                while free and len(done) + len(running) < 2 * self.workers:
+                    entry = next(queued, None)
+                    if entry is None:
+                        break
+                    slot = free.pop(0)
+                    running[executors[slot].submit(function, entry[1], *shared)] = (*entry, slot, 0)
+                if not running and following not in done:
+                    return
+                if following in done:
+                    yield done.pop(following)
+                    following += 1
+                    continue
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    index, item, slot, attempt = running.pop(future)
+                    error = future.exception()
+                    if error is not None and attempt < retries:
+                        running[executors[slot].submit(function, item, *shared)] = (index, item, slot, attempt + 1)
+                        continue
+                    free.append(slot)
+                    if error is not None:
+                        raise error
+                    done[index] = future.result()
+        finally:
+            for future in running:
+                future.cancel()
+            for executor in executors:
+                executor.shutdown(wait=True, cancel_futures=True)
+
+    def share(self, value: Any) -> Any:
+        return value
+
+
+def _set_environment(environment: dict[str, str]) -> None:
+    os.environ.update(environment)
+
+
 _WORKER_CACHE: dict[Hashable, Any] = {}
+_WORKER_GROUPS: dict[Hashable, Hashable] = {}
 
 
-def worker_cached(key: Hashable, make: Callable[[], Any]) -> Any:
-    """`make()` once per process (a Dask worker or this one), then the same value for every later task."""
+def worker_cached(key: Hashable, make: Callable[[], Any], *, group: Hashable | None = None) -> Any:
+    """`make()` once per process (a Dask worker or this one), then the same value for every later task. Values of
+    one `group` replace each other: a process keeps the latest only (an ensemble that holds a GPU's memory)."""
     if key not in _WORKER_CACHE:
+        if group is not None and _WORKER_GROUPS.get(group) is not None:
+            _WORKER_CACHE.pop(_WORKER_GROUPS.pop(group), None)
         _WORKER_CACHE[key] = make()
+        if group is not None:
+            _WORKER_GROUPS[group] = key
     return _WORKER_CACHE[key]

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import datasets
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from benchbuild.corpus import (CorpusStats, ParallelInput, check_aligned, count_lines, read_hf, read_lines,
-                               read_parallel, read_tsv)
+from benchbuild.corpus import (CorpusStats, ParallelInput, check_aligned, count_lines, line_shards, read_hf,
+                               read_lines, read_parallel, read_tsv)
 from benchbuild.errors import BenchbuildError
 
 
@@ -151,3 +153,53 @@ def test_parallel_input_validates_and_streams_each_kind(tmp_path, local_hf):
     hf = ParallelInput(hf=str(local_hf))
     assert hf.validate() == 3
     assert len(list(hf.rows())) == 2
+
+
+LINE_TEXTS = st.sampled_from(["a b", "", "  ", "c\rd", "x\u2028y", "é", "\tt", "z"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(sources=st.lists(LINE_TEXTS, max_size=30), targets=st.lists(LINE_TEXTS, min_size=30, max_size=30),
+       final_newline=st.booleans(), rows=st.integers(1, 7))
+def test_shards_read_alone_give_the_rows_numbers_and_counts_of_one_read(tmp_path_factory, sources, targets,
+                                                                        final_newline, rows):
+    """Aligned files and a TSV, any length (empty included), with or without a last newline, cut every `rows` rows."""
+    folder = tmp_path_factory.mktemp("shards")
+    targets = targets[:len(sources)]
+
+    def joined(lines: list[str]) -> bytes:  # an empty last line exists only with its newline
+        return ("\n".join(lines) + ("\n" if lines and (final_newline or not lines[-1]) else "")).encode()
+
+    source, target = write(folder / "a.de", joined(sources)), write(folder / "a.en", joined(targets))
+    tsv = write(folder / "a.tsv", joined([f"{s.replace(chr(9), '')}\t{t.replace(chr(9), '')}"
+                                          for s, t in zip(sources, targets)]))
+    for corpus in (ParallelInput(source=source, target=target), ParallelInput(tsv=tsv)):
+        whole, sharded = CorpusStats(), CorpusStats()
+        expected = list(corpus.rows(stats=whole))
+        shards = list(corpus.shards(rows))
+        assert [row for shard in shards for row in shard.rows(stats=sharded)] == expected
+        assert sharded == whole
+        assert sum(shard.count for shard in shards) == count_lines(source)
+    texts = [text for shard in line_shards(source, rows) for text in shard.texts()]
+    assert len(texts) == count_lines(source)
+    assert [(number, text) for number, text in enumerate(texts, start=1) if text.strip()] == list(read_lines(source))
+
+
+def test_parquet_and_local_hf_inputs_are_read_whole_or_by_shards(tmp_path, local_hf):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    translations = [{"en": f"e{i}", "fr": f"f{i}" if i % 7 else ""} for i in range(300)]
+    pq.write_table(pa.table({"translation": translations}), tmp_path / "a.parquet", row_group_size=64)
+    pq.write_table(pa.table({"en": ["a", "b"], "fr": ["c", ""]}), tmp_path / "b.parquet")
+    for corpus in (ParallelInput(parquet=tmp_path / "a.parquet"), ParallelInput(parquet=tmp_path / "b.parquet"),
+                   ParallelInput(hf=str(local_hf))):
+        whole, sharded = CorpusStats(), CorpusStats()
+        expected = list(corpus.rows(stats=whole))
+        assert [row for shard in corpus.shards(100) for row in shard.rows(stats=sharded)] == expected
+        assert sharded == whole and whole.pairs_read == corpus.validate()
+    assert list(ParallelInput(parquet=tmp_path / "b.parquet").rows()) == [(1, "a", "c")]
+    assert [shard.count for shard in ParallelInput(parquet=tmp_path / "a.parquet").shards(100)] == [128, 128, 44]
+    pq.write_table(pa.table({"de": ["a"]}), tmp_path / "c.parquet")
+    with pytest.raises(BenchbuildError, match="has neither a `translation` column nor the columns 'en' and 'fr'"):
+        ParallelInput(parquet=tmp_path / "c.parquet").validate()

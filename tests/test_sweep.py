@@ -68,7 +68,7 @@ def test_the_smoke_sweep_trains_scores_and_reports_every_run(local_sweep):
         assert json.loads((folder / "sweep_run.json").read_text())["max_steps"] == 20
     report = (local_sweep / "runs" / "sweep_smoke" / "report.csv").read_text(encoding="utf-8")
     for model in ("transformer", "relative_transformer", "universal_transformer"):
-        for benchmark in ("addprim_turn_left", "length_cutoff_26"):
+        for benchmark in ("addprim_turn_left", "length_cutoff_40"):
             assert f"{model},scan/{benchmark},test,exact_match,2,0 1," in report
 
 

@@ -6,12 +6,18 @@ uncertain, sample from the next band → a `Benchmark` (whose card's prose is in
 the ensemble and the uncertainty scores are cached under `cache_dir` by their inputs and parameters, so a rerun
 resumes after the last finished stage. Inputs that cannot give a benchmark (an empty corpus, no candidate left,
 fewer candidates than --drop-top) are refused before the ensemble trains.
+
+The heavy stages are tasks of an `Engine` (this process, or Dask workers): the pool's shards (`react.pool`), one
+task per ensemble member (on a GPU of its own when there are GPUs; with several GPUs and no Dask, one process per
+GPU), and the candidates' decoding batches, each on a worker that loads the members once. A member on the CPU
+trains and scores on one torch thread in either engine, so the benchmark's bytes do not depend on where it ran.
 """
 
 from __future__ import annotations
 
+import os
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
-from itertools import chain
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,16 +25,23 @@ import numpy as np
 
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
 from benchbuild.corpus import CorpusStats, ParallelInput
-from benchbuild.device import member_devices, resolve_device
+from benchbuild.device import cpu_threads, member_devices, resolve_device, visible_cuda_devices
+from benchbuild.engine import Engine, EngineParameters, LocalEngine, ProcessPoolEngine, worker_cached
 from benchbuild.errors import BenchbuildError
 from benchbuild.fingerprint import input_fingerprint
 from benchbuild.react.cache import StageCache, stage_key
-from benchbuild.react.degree import CHUNK_LINES, DegreeScorer
+from benchbuild.react.degree import DegreeScorer
 from benchbuild.react.normalize import Normalizer
 from benchbuild.react.parameters import ReactParameters
+from benchbuild.react.pool import PoolRules, described, pool_candidates
 from benchbuild.progress import progress_bar
-from benchbuild.react.selection import candidate_pool, select_by_uncertainty
+from benchbuild.react.selection import select_by_uncertainty
 from benchbuild.react.stats import table2
+
+# Torch threads of a member on the CPU, in either engine: Dask workers run one thread each, and results computed
+# with another thread count are not guaranteed to be the same bytes.
+CPU_MEMBER_THREADS = 1
+
 
 @dataclass
 class Corpus:
@@ -64,15 +77,19 @@ def _fingerprints(inputs: dict[str, ParallelInput | None]) -> dict[str, str]:
     return prints
 
 
-def build_react(parameters: ReactParameters, *, cache: StageCache | None = None,
-                progress: bool = False) -> Benchmark:
+def build_react(parameters: ReactParameters, *, cache: StageCache | None = None, progress: bool = False,
+                engine: Engine | None = None) -> Benchmark:
     """Build ReaCT (see the module docstring for the stages); `cache` (default: one at `parameters.cache_dir`) is read
-    and filled, and its `hits` say which stages this build reused."""
+    and filled, and its `hits` say which stages this build reused; `engine` (default: this process) runs the heavy
+    stages."""
     parameters.check()
+    engine = engine if engine is not None else LocalEngine()
+    _check_members_can_run(parameters, engine)
     train, pools, valid, test = parameters.train(), parameters.pools(), parameters.validation(), parameters.test()
-    for corpus in (train, valid, test, *pools):
+    for corpus in (train, valid, test):
         if corpus is not None:
             corpus.validate()
+    pool_rows = sum(pool.validate() or 0 for pool in pools)
     cache = cache if cache is not None else StageCache(parameters.cache_dir)
     source_norm = parameters.degree().normalizer()
     target_norm = Normalizer(parameters.lowercase, parameters.tokenize, parameters.target_lang)  # type: ignore[arg-type]
@@ -85,7 +102,7 @@ def build_react(parameters: ReactParameters, *, cache: StageCache | None = None,
                for label, corpus in (("train", train), ("validation", valid), ("test", test)) if corpus is not None}
     training = corpora["train"]
     if not training.sources:
-        raise BenchbuildError(f"the training corpus ({_described(train)}) has no non-empty pair: give a training "
+        raise BenchbuildError(f"the training corpus ({described(train)}) has no non-empty pair: give a training "
                               "corpus with sentences on both sides")
     scorer = DegreeScorer(training.sources, parameters.degree(), normalized=True)
 
@@ -93,8 +110,8 @@ def build_react(parameters: ReactParameters, *, cache: StageCache | None = None,
                                encoding_errors=parameters.encoding_errors,
                                degree=asdict(parameters.degree()), pool_size=parameters.pool_size,
                                allow_small=parameters.allow_small, max_length=parameters.max_length)
-    candidates = cache.json(candidates_key, lambda: _candidates(pools, corpora, scorer, parameters, source_norm,
-                                                                target_norm, progress))
+    candidates = cache.json(candidates_key, lambda: _candidates(pools, pool_rows, corpora, scorer, parameters,
+                                                                source_norm, target_norm, progress, engine))
     _check_enough_candidates(candidates, parameters)
 
     train_prints = {label: value for label, value in prints.items() if label.split(":")[0] in ("train", "validation")}
@@ -103,11 +120,13 @@ def build_react(parameters: ReactParameters, *, cache: StageCache | None = None,
                              model=parameters.ensemble_model, size=parameters.ensemble_size,
                              max_steps=parameters.max_steps, architecture=parameters.architecture_overrides,
                              recipe=parameters.recipe_overrides)
-    members = cache.json(ensemble_key, lambda: _train_ensemble(cache.path(ensemble_key), corpora, parameters, progress))
+    members = cache.json(ensemble_key, lambda: _train_ensemble(cache.path(ensemble_key), corpora, parameters, progress,
+                                                               engine))
 
     uncertainty_key = stage_key("uncertainty", candidates=candidates_key, ensemble=ensemble_key, beam=parameters.beam)
     sources = [row["source"] for row in candidates["rows"]]
-    uncertainty = cache.json(uncertainty_key, lambda: _uncertainty(members["run_dirs"], sources, parameters, progress))
+    uncertainty = cache.json(uncertainty_key, lambda: _uncertainty(members["run_dirs"], sources, parameters, progress,
+                                                                   engine))
 
     selection = select_by_uncertainty(uncertainty["rmi"], parameters.drop_top, parameters.band, parameters.sample,
                                       np.random.default_rng(parameters.seed), allow_small=parameters.allow_small)
@@ -152,63 +171,15 @@ def build_react(parameters: ReactParameters, *, cache: StageCache | None = None,
     return Benchmark.from_splits(splits, info, card)
 
 
-def _candidates(pools: Sequence[ParallelInput], corpora: dict[str, Corpus], scorer: DegreeScorer,
+def _candidates(pools: Sequence[ParallelInput], pool_rows: int, corpora: dict[str, Corpus], scorer: DegreeScorer,
                 parameters: ReactParameters, source_norm: Normalizer, target_norm: Normalizer,
-                progress: bool) -> dict[str, Any]:
-    """Stages 1–5 on the pool, streamed in chunks: only OOV-filter survivors are kept in memory."""
-    seen = {source for corpus in corpora.values() for source in corpus.sources}
-    origin: list[tuple[int, int]] = []
-    sources: list[str] = []
-    targets: list[str] = []
-    degrees: list[float] = []
-    read = oov = empty = replaced = too_long = 0
-    for index, pool in enumerate(pools):
-        stats = CorpusStats()
-        with progress_bar(f"compositional degree of pool {index}", pool.validate(), progress) as advance:
-            chunk: list[tuple[int, str, str]] = []
-            rows = pool.rows(encoding_errors=parameters.encoding_errors, stats=stats)
-            for row in chain(rows, [None]):  # None: flush the last chunk
-                if row is not None:
-                    source, target = source_norm(row[1]), target_norm(row[2])
-                    # Attention is quadratic in length: one huge line would stall the ensemble's decoding.
-                    if max(len(source.split()), len(target.split())) > parameters.max_length:
-                        too_long += 1
-                        advance(amount=1)
-                    else:
-                        chunk.append((row[0], source, target))
-                if chunk and (row is None or len(chunk) == CHUNK_LINES):
-                    scores = scorer.score([source for _, source, _ in chunk], normalized=True)
-                    for keep, degree, (line, source, target) in zip(scores.in_vocabulary.tolist(),
-                                                                    scores.degree.tolist(), chunk):
-                        if keep:
-                            origin.append((index, line))
-                            sources.append(source)
-                            targets.append(target)
-                            degrees.append(degree)
-                    oov += len(chunk) - int(scores.in_vocabulary.sum())
-                    advance(amount=len(chunk))
-                    chunk = []
-        if stats.pairs_kept == 0:
-            raise BenchbuildError(f"candidate pool {index} ({_described(pool)}) has no non-empty pair: give a pool "
-                                  "with sentences on both sides")
-        read += stats.pairs_read
-        empty += stats.empty_dropped
-        replaced += stats.replaced_characters_lines
-    pool = candidate_pool(sources, np.asarray(degrees, dtype=np.float64), np.ones(len(sources), dtype=bool), seen,
-                          parameters.pool_size, allow_small=parameters.allow_small)
-    counts = {"pool: pairs read": read, "pool: empty pairs dropped": empty,
-              "pool: pairs with invalid UTF-8 replaced": replaced,
-              f"pool: pairs longer than {parameters.max_length:,} tokens set aside (--max-length)": too_long,
-              "dropped by the OOV filter": oov,
-              **{key: value for key, value in pool.counts.items()
-                 if key not in ("pool lines", "dropped by the OOV filter")}}
-    rows = [{"pool": origin[i][0], "line": origin[i][1], "source": sources[i], "target": targets[i],
-             "degree": degrees[i]} for i in pool.indices]
-    return {"rows": rows, "counts": counts, "shortfall": pool.shortfall}
-
-
-def _described(corpus: ParallelInput) -> str:
-    return ", ".join(str(path) for path in corpus.files().values())
+                progress: bool, engine: Engine) -> dict[str, Any]:
+    """Stages 1–5 on the pool, shard by shard as engine tasks, keeping the top --pool-size only (`react.pool`)."""
+    rules = PoolRules(scorer=scorer, seen=frozenset(source for corpus in corpora.values() for source in corpus.sources),
+                      source_norm=source_norm, target_norm=target_norm, max_length=parameters.max_length,
+                      pool_size=parameters.pool_size, encoding_errors=parameters.encoding_errors)
+    return pool_candidates(pools, rules, engine, allow_small=parameters.allow_small, progress=progress,
+                           total=pool_rows)
 
 
 def _check_enough_candidates(candidates: dict[str, Any], parameters: ReactParameters) -> None:
@@ -227,10 +198,88 @@ def _check_enough_candidates(candidates: dict[str, Any], parameters: ReactParame
                               "them all as noise: lower --drop-top or give a larger pool")
 
 
-def _train_ensemble(folder: Path, corpora: dict[str, Corpus], parameters: ReactParameters,
-                    progress: bool) -> dict[str, Any]:
+def engine_gpus(parameters: ReactParameters, engine: EngineParameters) -> int:
+    """GPU slots for an embedded Dask cluster: this machine's GPUs, unless the members are to run on the CPU."""
+    if engine.engine != "dask" or engine.scheduler is not None or parameters.device == "cpu":
+        return 0
+    return visible_cuda_devices()
+
+
+def _check_members_can_run(parameters: ReactParameters, engine: Engine) -> None:
+    """Before the first stage: --device cuda on Dask needs workers that advertise a GPU."""
+    if engine.name == "dask" and parameters.device.startswith("cuda") and engine.gpus == 0:
+        raise BenchbuildError(f"--device {parameters.device} was asked for but no worker of the Dask cluster "
+                              "advertises a GPU: start workers with `dask worker ADDRESS --resources GPU=1`, or use "
+                              "--device auto or cpu")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the members run: the engine of their tasks, the device each task names in its process, and the
+    resources each task asks of a Dask worker."""
+
+    engine: Engine
+    devices: list[str]
+    resources: dict[str, float] | None = None
+
+
+def member_placement(parameters: ReactParameters, engine: Engine) -> Placement:
+    """Dask: a GPU worker per member task when the cluster has GPUs and --device allows them (the worker sees its
+    own GPU as `cuda`), else the CPU. This process: one process per GPU when there are several (`auto`/`cuda`),
+    else today's devices (`benchbuild.device.member_devices`)."""
+    size = parameters.ensemble_size
+    if engine.name == "dask":
+        if parameters.device != "cpu" and engine.gpus > 0:
+            return Placement(engine, ["cuda"] * size, {"GPU": 1})
+        return Placement(engine, ["cpu"] * size)
+    gpus = visible_cuda_devices() if parameters.device in ("auto", "cuda") else 0
+    if gpus > 1 and size > 1:
+        return Placement(ProcessPoolEngine([{"CUDA_VISIBLE_DEVICES": gpu} for gpu in _visible_gpu_ids(gpus)]),
+                         ["cuda"] * size)
+    return Placement(engine, member_devices(parameters.device, size))
+
+
+def _visible_gpu_ids(count: int) -> list[str]:
+    """The CUDA_VISIBLE_DEVICES entry of each of this process's `count` GPUs (the parent's own list, if set)."""
+    visible = [entry.strip() for entry in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if entry.strip()]
+    return visible[:count] if len(visible) >= count else [str(index) for index in range(count)]
+
+
+@dataclass(frozen=True)
+class MemberTask:
+    """One ensemble member to train (or finish) into `run_dir`, with absolute paths (for a worker elsewhere)."""
+
+    model: str
+    corpus_dir: str
+    run_dir: str
+    seed: int
+    max_steps: int | None
+    device: str
+    overrides: dict[str, Any] | None
+    architecture: dict[str, Any] | None
+    progress: bool
+
+
+def train_member(task: MemberTask) -> str:
+    """One task: train the member unless its folder is complete (a retried or resumed member continues from its
+    last checkpoint); returns its run folder."""
     from benchbuild.training import train
 
+    if not _complete(Path(task.run_dir)):
+        with member_threads(task.device):
+            train(task.model, task.corpus_dir, task.run_dir, seed=task.seed, max_steps=task.max_steps,
+                  device=task.device, recipe="mt", overrides=task.overrides,
+                  architecture_overrides=task.architecture, progress=task.progress)
+    return task.run_dir
+
+
+def member_threads(device: str) -> AbstractContextManager[None]:
+    """On the CPU, torch (and numba) run `CPU_MEMBER_THREADS` threads inside the block (`device.cpu_threads`)."""
+    return cpu_threads(CPU_MEMBER_THREADS) if device == "cpu" else nullcontext()
+
+
+def _train_ensemble(folder: Path, corpora: dict[str, Corpus], parameters: ReactParameters,
+                    progress: bool, engine: Engine) -> dict[str, Any]:
     corpus_dir = folder / "corpus"
     splits = {split: [{"id": f"{label}-{line:08d}", "source": s, "target": t}
                       for line, s, t in zip(corpus.lines, corpus.sources, corpus.targets)]
@@ -241,18 +290,18 @@ def _train_ensemble(folder: Path, corpora: dict[str, Corpus], parameters: ReactP
                          languages=[parameters.source_lang, parameters.target_lang], license="other")
         Benchmark.from_splits(splits, info, card).save(corpus_dir, overwrite=True)
     members_dir = Path(parameters.ensemble_dir) if parameters.ensemble_dir is not None else folder / "members"
-    run_dirs = []
-    devices = member_devices(parameters.device, parameters.ensemble_size)
-    for member in range(parameters.ensemble_size):
-        run_dir = members_dir / f"member-{member}"
-        if _complete(run_dir):
-            run_dirs.append(str(run_dir))
-            continue
-        train(parameters.ensemble_model, corpus_dir, run_dir, seed=member, max_steps=parameters.max_steps,
-              device=devices[member], recipe="mt", overrides=parameters.recipe_overrides or None,
-              architecture_overrides=parameters.architecture_overrides or None, progress=progress)
-        run_dirs.append(str(run_dir))
-    return {"run_dirs": run_dirs}
+    run_dirs = [members_dir / f"member-{member}" for member in range(parameters.ensemble_size)]
+    placement = member_placement(parameters, engine)
+    # Progress bars from the training loop only where it runs in this process; else one bar over the members.
+    in_process = placement.engine.name == "local"
+    tasks = [MemberTask(parameters.ensemble_model, str(corpus_dir.resolve()), str(run_dir.resolve()), member,
+                        parameters.max_steps, placement.devices[member], parameters.recipe_overrides or None,
+                        parameters.architecture_overrides or None, progress and in_process)
+             for member, run_dir in enumerate(run_dirs) if not _complete(run_dir)]
+    with progress_bar("training ensemble members", len(tasks), progress and not in_process) as advance:
+        for _ in placement.engine.map(train_member, tasks, resources=placement.resources, retries=1):
+            advance(amount=1)
+    return {"run_dirs": [str(run_dir) for run_dir in run_dirs]}
 
 
 def _complete(run_dir: Path) -> bool:
@@ -261,12 +310,54 @@ def _complete(run_dir: Path) -> bool:
     return (run_dir / RUN_FILE).is_file() and read_run(run_dir).get("status") == "complete"
 
 
-def _uncertainty(run_dirs: Sequence[str], sources: Sequence[str], parameters: ReactParameters,
-                 progress: bool) -> dict[str, Any]:
-    from benchbuild.react.uncertainty import Ensemble, ensemble_rmi
+@dataclass(frozen=True)
+class ScoringBatch:
+    """One decoding batch of candidates (`uncertainty.rmi_batches`) for the ensemble in `run_dirs` on `device`."""
 
-    ensemble = Ensemble.load(run_dirs, device=resolve_device(parameters.device))
+    run_dirs: tuple[str, ...]
+    device: str
+    beam: int
+    texts: tuple[str, ...]
+    max_new_tokens: int
+
+
+def score_batch(batch: ScoringBatch) -> list[float]:
+    """One task: the sentence RMI of a batch, by the ensemble this process loaded once (kept for later batches)."""
+    from benchbuild.react.uncertainty import Ensemble, batch_rmi
+
+    with member_threads(batch.device):
+        stamp = tuple(_stamp(path) for path in batch.run_dirs)  # a member retrained in place is loaded again
+        ensemble = worker_cached(("react-ensemble", batch.run_dirs, batch.device, stamp),
+                                 lambda: Ensemble.load(batch.run_dirs, device=batch.device), group="react-ensemble")
+        rmi, _ = batch_rmi(ensemble, batch.texts, beam=batch.beam, max_new_tokens=batch.max_new_tokens)
+    return rmi
+
+
+def _stamp(run_dir: str) -> tuple[int, int]:
+    from benchbuild.training.run_folder import RUN_FILE
+
+    status = (Path(run_dir) / RUN_FILE).stat()
+    return status.st_mtime_ns, status.st_size
+
+
+def _uncertainty(run_dirs: Sequence[str], sources: Sequence[str], parameters: ReactParameters,
+                 progress: bool, engine: Engine) -> dict[str, Any]:
+    from transformers import AutoTokenizer
+
+    from benchbuild.react.uncertainty import rmi_batches
+
+    # On Dask, the batches go where the members trained; without it, to this process (one GPU at most).
+    placement = member_placement(parameters, engine)
+    device, resources = ((placement.devices[0], placement.resources) if engine.name == "dask"
+                         else (resolve_device(parameters.device), None))
+    absolute = tuple(str(Path(path).resolve()) for path in run_dirs)
+    batches = rmi_batches(AutoTokenizer.from_pretrained(absolute[0]), sources, parameters.batch_size)
+    tasks = (ScoringBatch(absolute, device, parameters.beam, tuple(sources[index] for index in chunk), limit)
+             for chunk, limit in batches)
+    rmi: list[float] = [0.0] * len(sources)
     with progress_bar("ensemble uncertainty", len(sources), progress) as advance:
-        rmi, _ = ensemble_rmi(ensemble, sources, beam=parameters.beam, batch_size=parameters.batch_size,
-                              advance=advance)
+        for (chunk, _), values in zip(batches, engine.map(score_batch, tasks, resources=resources, retries=1)):
+            for index, value in zip(chunk, values):
+                rmi[index] = value
+            advance(amount=len(chunk))
     return {"rmi": rmi}

@@ -21,6 +21,8 @@ from typing import IO, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from benchbuild.corpus import LineShard
+from benchbuild.engine import Engine, LocalEngine
 from benchbuild.react.ngrams import EncodedLines, NgramDictionary, Vocabulary
 from benchbuild.react.parameters import DegreeParameters
 from benchbuild.progress import progress_bar
@@ -102,14 +104,20 @@ class DegreeScorer:
 
 def write_degree_table(train_source: str | Path, pool: str | Path, out: str | Path | None,
                        parameters: DegreeParameters = DegreeParameters(), overwrite: bool = False,
-                       progress: bool = False, encoding_errors: str = "strict") -> dict[str, int]:
+                       progress: bool = False, encoding_errors: str = "strict",
+                       engine: Engine | None = None) -> dict[str, int]:
     """`benchbuild degree`: a TSV (`line`, `degree`) with one row per pool line, in order, to `out` or stdout.
 
-    `degree` is empty for a line the OOV filter drops (or an empty line). Returns counts for the summary line.
+    `degree` is empty for a line the OOV filter drops (or an empty line). The pool is scored in shards of
+    `CHUNK_LINES` lines, as tasks of `engine` (default: this process), each reading its own lines from the file,
+    against the one scorer shared with every worker; rows are written in pool order, so the bytes do not depend on
+    the engine, and memory holds the scorer and a few shards whatever the pool's length. Returns counts for the
+    summary line.
     """
     from benchbuild.atomic import check_writable
-    from benchbuild.corpus import count_lines, read_lines
+    from benchbuild.corpus import count_lines, line_shards, read_lines
 
+    engine = engine if engine is not None else LocalEngine()
     if out is not None:
         check_writable(Path(out), overwrite)
     scorer = DegreeScorer([text for _, text in read_lines(train_source, encoding_errors=encoding_errors)],
@@ -120,13 +128,12 @@ def write_degree_table(train_source: str | Path, pool: str | Path, out: str | Pa
     try:
         target.write("line\tdegree\n")
         with progress_bar("compositional degree", total, progress) as advance:
-            numbered = _every_line(read_lines(pool, encoding_errors=encoding_errors), total)
-            for numbers, scores in _score_numbered(scorer, numbered):
-                for number, degree in zip(numbers, scores.degree.tolist()):
-                    target.write(f"{number}\t{'' if degree != degree else format(degree, '.6f')}\n")
-                counts["lines"] += len(numbers)
-                counts["scored"] += int(scores.in_vocabulary.sum())
-                advance(amount=len(numbers))
+            shared = (engine.share(scorer), encoding_errors)
+            for rows, lines, scored in engine.map(degree_rows, line_shards(pool, CHUNK_LINES), shared=shared):
+                target.write(rows)
+                counts["lines"] += lines
+                counts["scored"] += scored
+                advance(amount=lines)
         counts["dropped"] = counts["lines"] - counts["scored"]
     except BaseException:
         target.close()
@@ -137,6 +144,16 @@ def write_degree_table(train_source: str | Path, pool: str | Path, out: str | Pa
     if out is not None:
         os.replace(f"{out}.partial", out)
     return counts
+
+
+def degree_rows(shard: LineShard, scorer: DegreeScorer, encoding_errors: str) -> tuple[str, int, int]:
+    """One task of `degree`: the TSV rows of a shard of pool lines (every line, an empty cell where the OOV filter
+    drops it or it is empty), how many lines, and how many were scored."""
+    texts = [text if text.strip() else "" for text in shard.texts(encoding_errors)]  # type: ignore[arg-type]
+    scores = scorer.score(texts)
+    rows = "".join(f"{number}\t{'' if degree != degree else format(degree, '.6f')}\n"
+                   for number, degree in enumerate(scores.degree.tolist(), start=shard.first))
+    return rows, len(texts), int(scores.in_vocabulary.sum())
 
 
 def _open_output(out: str | Path | None) -> IO[str]:
@@ -152,31 +169,3 @@ class _Unclosed:
 
     def close(self) -> None:
         pass
-
-
-def _every_line(rows: Iterable[tuple[int, str]], total: int) -> Iterator[tuple[int, str]]:
-    """`read_lines` skips empty lines; give them back as "" so every line of the pool gets a row."""
-    expected = 1
-    for number, text in rows:
-        while expected < number:
-            yield expected, ""
-            expected += 1
-        yield number, text
-        expected = number + 1
-    while expected <= total:
-        yield expected, ""
-        expected += 1
-
-
-def _score_numbered(scorer: DegreeScorer, rows: Iterable[tuple[int, str]],
-                    chunk: int = CHUNK_LINES) -> Iterator[tuple[list[int], DegreeScores]]:
-    numbers: list[int] = []
-    texts: list[str] = []
-    for number, text in rows:
-        numbers.append(number)
-        texts.append(text)
-        if len(texts) == chunk:
-            yield numbers, scorer.score(texts)
-            numbers, texts = [], []
-    if texts:
-        yield numbers, scorer.score(texts)

@@ -10,6 +10,7 @@ import typer
 
 from benchbuild.corpus import ParallelInput
 from benchbuild.device import resolve_device
+from benchbuild.engine import EngineParameters
 from benchbuild.errors import BenchbuildError
 from benchbuild.options import DeviceOption, EncodingErrorsOption, SeedOption, check_ranges, key_values
 from benchbuild.react.normalize import Normalizer
@@ -52,8 +53,10 @@ class ReactParameters:
     train_src: Annotated[Optional[Path], typer.Option("--train-src", help="Training corpus, source side.")] = None
     train_tgt: Annotated[Optional[Path], typer.Option("--train-tgt", help="Training corpus, target side.")] = None
     train_hf: Annotated[Optional[str], typer.Option("--train-hf", help="Instead: a local HF dataset (translation column, train split).")] = None
-    pool_src: Annotated[Optional[list[Path]], typer.Option("--pool-src", help="Candidate pool, source side (repeatable).")] = None
-    pool_tgt: Annotated[Optional[list[Path]], typer.Option("--pool-tgt", help="Candidate pool, target side (repeatable, same order).")] = None
+    pool_src: Annotated[Optional[list[Path]], typer.Option("--pool-src", help="Candidate pool, source side (repeatable; a glob such as 'shards/*.de' gives its files in name order).")] = None
+    pool_tgt: Annotated[Optional[list[Path]], typer.Option("--pool-tgt", help="Candidate pool, target side (repeatable, same order; a glob pairs its files with --pool-src's).")] = None
+    pool_tsv: Annotated[Optional[list[Path]], typer.Option("--pool-tsv", help="Instead or as well: a source<TAB>target file (repeatable; globs allowed).")] = None
+    pool_parquet: Annotated[Optional[list[Path]], typer.Option("--pool-parquet", help="Instead or as well: a parquet file with a `translation` column or one column per language (repeatable; globs allowed).")] = None
     pool_hf: Annotated[Optional[list[str]], typer.Option("--pool-hf", help="Instead or as well: a local HF dataset (train split).")] = None
     valid_src: Annotated[Optional[Path], typer.Option("--valid-src", help="Validation corpus, source side.")] = None
     valid_tgt: Annotated[Optional[Path], typer.Option("--valid-tgt", help="Validation corpus, target side.")] = None
@@ -112,11 +115,17 @@ class ReactParameters:
         return corpus
 
     def pools(self) -> list[ParallelInput]:
-        """The candidate pools: each --pool-src/--pool-tgt pair in order, then each --pool-hf."""
-        sources, targets = self.pool_src or [], self.pool_tgt or []
+        """The candidate pools, one per file (a glob gives its files in name order): each --pool-src/--pool-tgt
+        pair in order, then each --pool-tsv, each --pool-parquet and each --pool-hf."""
+        sources = [path for pattern in self.pool_src or [] for path in expand_glob(pattern, "--pool-src")]
+        targets = [path for pattern in self.pool_tgt or [] for path in expand_glob(pattern, "--pool-tgt")]
         if len(sources) != len(targets):
             raise BenchbuildError(f"{len(sources)} --pool-src but {len(targets)} --pool-tgt: give them in pairs")
         pools = [self._corpus("pool", source, target, None, "train") for source, target in zip(sources, targets)]
+        pools += [ParallelInput(tsv=path, source_lang=self.source_lang, target_lang=self.target_lang)
+                  for pattern in self.pool_tsv or [] for path in expand_glob(pattern, "--pool-tsv")]
+        pools += [ParallelInput(parquet=path, source_lang=self.source_lang, target_lang=self.target_lang)
+                  for pattern in self.pool_parquet or [] for path in expand_glob(pattern, "--pool-parquet")]
         return pools + [self._corpus("pool", None, None, hf, "train") for hf in self.pool_hf or []]
 
     def validation(self) -> ParallelInput | None:
@@ -136,7 +145,8 @@ class ReactParameters:
         self.test()
         self.architecture_overrides, self.recipe_overrides  # parsing them is the check of each KEY=VALUE
         if not pools:
-            raise BenchbuildError("give at least one candidate pool (--pool-src/--pool-tgt)")
+            raise BenchbuildError("give at least one candidate pool (--pool-src/--pool-tgt, --pool-tsv, "
+                                  "--pool-parquet or --pool-hf)")
         if self.sample > self.band:
             raise BenchbuildError(f"--sample {self.sample:,} is larger than --band {self.band:,}: the sample is drawn "
                                   "from the band (--sample must be at most --band)")
@@ -146,6 +156,13 @@ class ReactParameters:
                                   "--allow-small")
         resolve_device(self.device)  # a GPU asked for on a machine without one fails here, not after stages 1-5
 
+    def check_engine(self, engine: EngineParameters) -> None:
+        """Fail before any work on engine options that cannot be honoured, or that clash with --device."""
+        engine.check()
+        if engine.engine == "dask" and self.device.startswith("cuda:"):
+            raise BenchbuildError(f"--device {self.device} names one GPU of this machine, but with --engine dask "
+                                  "each worker trains and scores on its own GPU: use --device cuda or auto")
+
     def recorded(self) -> dict[str, Any]:
         """The options that shape the benchmark, as build.json and the card list them (the corpora are recorded by
         their fingerprints; where members are kept and run changes nothing in the output)."""
@@ -153,7 +170,8 @@ class ReactParameters:
             "lowercase": self.lowercase, "tokenize": self.tokenize, "source_lang": self.source_lang,
             "target_lang": self.target_lang, "min_word_count": self.min_word_count,
             "min_ngram_count": self.min_ngram_count, "max_ngram": self.max_ngram, "pool_size": self.pool_size,
-            "ensemble_size": self.ensemble_size, "ensemble_model": self.ensemble_model, "max_steps": self.max_steps,
+            "max_length": self.max_length, "ensemble_size": self.ensemble_size,
+            "ensemble_model": self.ensemble_model, "max_steps": self.max_steps,
             "architecture_overrides": self.architecture_overrides, "recipe_overrides": self.recipe_overrides,
             "beam": self.beam, "batch_size": self.batch_size, "drop_top": self.drop_top, "band": self.band,
             "sample": self.sample, "allow_small": self.allow_small, "encoding_errors": self.encoding_errors,
@@ -167,3 +185,17 @@ class ReactParameters:
             raise BenchbuildError(f"--{label}-src and --{label}-tgt go together: give both files")
         return ParallelInput(source=source, target=target, hf=hf, source_lang=self.source_lang,
                              target_lang=self.target_lang, split=split)
+
+
+def expand_glob(pattern: Path, option: str) -> list[Path]:
+    """`pattern`'s files in name order when it holds a glob character (`*`, `?`, `[`), else `pattern` itself
+    (a missing file is then named by the reader); a glob that matches no file is an error."""
+    import glob
+
+    text = str(pattern)
+    if not any(character in text for character in "*?["):
+        return [pattern]
+    matches = sorted(Path(path) for path in glob.glob(text, recursive=True) if Path(path).is_file())
+    if not matches:
+        raise BenchbuildError(f"{option} {text!r} matches no file")
+    return matches

@@ -1,13 +1,15 @@
 """Stages 5 and 8 of ReaCT: the candidate pool (non-overlapping, top by degree) and the RMI band sample.
 
 Pure functions of their inputs and an explicit `numpy.random.Generator`; ties are broken by pool order, so the
-same inputs always give the same selection.
+same inputs always give the same selection. `candidate_pool` applies the rule to a pool held in memory;
+`shard_top` and `TopCandidates` give the same candidates from a pool read shard by shard, holding at most
+`--pool-size` of them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Collection, Sequence
+from typing import Collection, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -53,6 +55,63 @@ def candidate_pool(sources: Sequence[str], degrees: np.ndarray, in_vocabulary: n
     chosen = kept_array[order][:pool_size].tolist()
     counts["candidate pool (top by degree)"] = len(chosen)
     return CandidatePool(indices=chosen, counts=counts, shortfall=shortfall)
+
+
+class Candidate(NamedTuple):
+    """A pool pair that passed the filters: its degree, where it is (pool index, line) and its normalized text."""
+
+    degree: float
+    pool: int
+    line: int
+    source: str
+    target: str
+
+    def key(self) -> tuple[float, int, int]:
+        """Sort key of the candidate pool: highest degree first, ties by pool order."""
+        return (-self.degree, self.pool, self.line)
+
+
+def shard_top(candidates: Iterable[Candidate], size: int,
+              threshold: tuple[float, int, int] | None = None) -> list[Candidate]:
+    """The best `size` of a shard's candidates (given in pool order), each source once (its first occurrence),
+    best first; only those whose key is below `threshold` (the last key of the `size` best so far, if known),
+    since no other can enter the pool's top."""
+    first: dict[str, Candidate] = {}
+    for candidate in candidates:
+        first.setdefault(candidate.source, candidate)
+    best = sorted(first.values(), key=Candidate.key)[:size]
+    return best if threshold is None else [candidate for candidate in best if candidate.key() < threshold]
+
+
+class TopCandidates:
+    """The `size` best candidates of a pool whose shards' `shard_top` lists arrive in pool order: the candidates
+    `candidate_pool` keeps (each source's first occurrence, highest degree first, ties by pool order), in memory
+    bounded by `size`, whatever the pool's length.
+
+    Why the bounded merge loses nothing: a source's occurrences share one normalized text, hence one degree, so its
+    first occurrence outranks its repeats. A candidate of the final top is its source's first occurrence; every
+    candidate ahead of it in its shard's deduplicated list stands for a distinct source whose first occurrence is
+    ahead of it in the whole pool, so fewer than `size` are: it survives its shard's cut and every merge. A repeat
+    whose first occurrence was cut ranks after that occurrence, which already had `size` candidates ahead of it.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.rows: list[Candidate] = []
+        self._sources: set[str] = set()
+
+    def threshold(self) -> tuple[float, int, int] | None:
+        """The key a later candidate must beat to enter (None while fewer than `size` are held)."""
+        return self.rows[-1].key() if len(self.rows) == self.size else None
+
+    def add(self, shard: Sequence[Candidate]) -> None:
+        """Merge the `shard_top` of the next shard in pool order."""
+        threshold = self.threshold()
+        fresh = [candidate for candidate in shard if candidate.source not in self._sources
+                 and (threshold is None or candidate.key() < threshold)]
+        if fresh:
+            self.rows = sorted(self.rows + fresh, key=Candidate.key)[:self.size]
+            self._sources = {candidate.source for candidate in self.rows}
 
 
 @dataclass

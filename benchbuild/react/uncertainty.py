@@ -221,22 +221,39 @@ def ensemble_rmi(ensemble: Ensemble, sources: Sequence[str], *, beam: int = 5, b
 
     Hypotheses are cut at `max_new_tokens`, by default twice the batch's longest source plus 10 tokens.
     """
-    lengths = [len(ids) for ids in ensemble.tokenizer(list(sources))["input_ids"]]
-    order = sorted(range(len(sources)), key=lambda index: (lengths[index], index))
     rmi: list[float] = [0.0] * len(sources)
     hypotheses: list[list[int]] = [[] for _ in sources]
-    for start in range(0, len(order), batch_size):
-        chunk = order[start:start + batch_size]
-        texts = [sources[index] for index in chunk]
-        limit = max_new_tokens or 2 * max(lengths[index] for index in chunk) + 10
-        decoded = ensemble.translate(texts, beam=beam, max_new_tokens=limit)
-        vocab = len(ensemble.tokenizer)
-        per_sentence = ensemble.size * max(len(h) for h in decoded) * vocab
-        step = max(1, SCORE_BUDGET // max(per_sentence, 1))
-        for offset in range(0, len(chunk), step):
-            scores = ensemble.score(texts[offset:offset + step], decoded[offset:offset + step])
-            for index, hypothesis, value in zip(chunk[offset:offset + step], decoded[offset:offset + step],
-                                                scores.tolist()):
-                rmi[index], hypotheses[index] = value, hypothesis
+    for chunk, limit in rmi_batches(ensemble.tokenizer, sources, batch_size, max_new_tokens):
+        values, decoded = batch_rmi(ensemble, [sources[index] for index in chunk], beam=beam, max_new_tokens=limit)
+        for index, hypothesis, value in zip(chunk, decoded, values):
+            rmi[index], hypotheses[index] = value, hypothesis
         advance(amount=len(chunk))
     return rmi, hypotheses
+
+
+def rmi_batches(tokenizer, sources: Sequence[str], batch_size: int,
+                max_new_tokens: int | None = None) -> list[tuple[list[int], int]]:
+    """The batches `ensemble_rmi` decodes: source indices of similar tokenized length (ties by index), and each
+    batch's hypothesis length limit. A batch's scores depend on its company (padding), so any engine that scores
+    these batches gets the RMI of `ensemble_rmi`."""
+    lengths = [len(ids) for ids in tokenizer(list(sources))["input_ids"]]
+    order = sorted(range(len(sources)), key=lambda index: (lengths[index], index))
+    batches = []
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        batches.append((chunk, max_new_tokens or 2 * max(lengths[index] for index in chunk) + 10))
+    return batches
+
+
+def batch_rmi(ensemble: Ensemble, texts: Sequence[str], *, beam: int,
+              max_new_tokens: int) -> tuple[list[float], list[list[int]]]:
+    """One batch of `rmi_batches`: the ensemble's beam translation of each text and its sentence RMI."""
+    texts = list(texts)
+    decoded = ensemble.translate(texts, beam=beam, max_new_tokens=max_new_tokens)
+    vocab = len(ensemble.tokenizer)
+    per_sentence = ensemble.size * max(len(h) for h in decoded) * vocab
+    step = max(1, SCORE_BUDGET // max(per_sentence, 1))
+    rmi: list[float] = []
+    for offset in range(0, len(texts), step):
+        rmi += ensemble.score(texts[offset:offset + step], decoded[offset:offset + step]).tolist()
+    return rmi, decoded

@@ -146,13 +146,13 @@ def _start_worker(devices, parent: int) -> None:
 
 
 def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[tuple[str, float, int]]:
-    """Per model: seconds per training step, measured by training it a few steps on its first benchmark in a scratch
-    folder (the difference between a 2-step and a 6-step run, so start-up cost cancels), and the steps its runs have
-    left. The sweep's wall time is about their products summed over `jobs` parallel runs."""
+    """Per model: seconds per training step, measured on its first benchmark in a scratch folder (the mean of a few
+    steps after a warm-up one, without validation), and the steps its runs have left. The sweep's wall time is about
+    their products summed, over `jobs` parallel runs."""
     import tempfile
 
     from benchbuild.sweep.spec import budget_recipe
-    from benchbuild.training.loop import train
+    from benchbuild.training.loop import RunOptions, prepare, step
 
     rows = []
     for model in sweep.file.models:
@@ -160,12 +160,13 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[tuple[str,
         first = runs[0].spec
         budget = first.max_steps or budget_recipe(model, first.benchmark, first.recipe, first.overrides).steps
         left = sum(0 if state.state in ("done", "trained") else budget - state.step for state in runs)
-        seconds = []
         with tempfile.TemporaryDirectory(prefix="benchbuild-sweep-estimate-") as scratch:
-            for steps in (2, 6):
-                started = time.perf_counter()
-                train(model, first.data, Path(scratch) / f"steps{steps}", seed=0, max_steps=steps,
-                      device=first.device, recipe=first.recipe, overrides={**first.overrides, "eval_every": 10 ** 9}, progress=False)
-                seconds.append(time.perf_counter() - started)
-        rows.append((model, max(seconds[1] - seconds[0], 0.0) / 4, left))
+            run = prepare(model, first.data, Path(scratch) / "run", RunOptions(
+                seed=0, max_steps=10, device=first.device, recipe=first.recipe, overrides=first.overrides or None,
+                progress=False))
+            step(run)  # first-call costs (kernel compilation, allocation) are not a step's
+            started = time.perf_counter()
+            for _ in range(4):
+                step(run)
+            rows.append((model, (time.perf_counter() - started) / 4, left))
     return rows

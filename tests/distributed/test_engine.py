@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchbuild.engine import (EngineParameters, LocalEngine, embedded_worker_specs, open_engine, worker_cached)
+from benchbuild.engine import (EngineParameters, LocalEngine, ProcessPoolEngine, embedded_worker_specs, open_engine,
+                               worker_cached)
 from benchbuild.errors import BenchbuildError
 
 pytestmark = pytest.mark.distributed
@@ -69,12 +70,16 @@ def test_embedded_cluster_starts_and_stops():
     assert engine.client.status == "closed"
 
 
-def test_embedded_workers_each_see_one_gpu_round_robin():
+def test_embedded_workers_each_see_one_gpu_round_robin(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     specs = embedded_worker_specs(4, gpus=2)
     assert [spec["options"]["env"]["CUDA_VISIBLE_DEVICES"] for spec in specs.values()] == ["0", "1", "0", "1"]
     assert all(spec["options"]["resources"] == {"GPU": 1} and spec["options"]["nthreads"] == 1
                for spec in specs.values())
     assert all("resources" not in spec["options"] for spec in embedded_worker_specs(2, gpus=0).values())
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")  # this process may use GPUs 2 and 3 only: so may its workers
+    assert [spec["options"]["env"]["CUDA_VISIBLE_DEVICES"] for spec in embedded_worker_specs(3, gpus=2).values()] \
+        == ["2", "3", "2"]
 
 
 @pytest.mark.parametrize("parameters, message", [
@@ -89,7 +94,9 @@ def test_engine_options_are_checked_before_work(parameters, message):
 
 
 def test_unreachable_scheduler_is_one_clear_error():
-    with pytest.raises(BenchbuildError, match="could not reach the Dask scheduler at --scheduler tcp://127.0.0.1:9"):
+    import dask
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}), pytest.raises(BenchbuildError, match="could not reach the Dask scheduler at --scheduler tcp://127.0.0.1:9"):
         with open_engine(EngineParameters(engine="dask", scheduler="tcp://127.0.0.1:9")):
             pass
 
@@ -107,3 +114,42 @@ def test_dask_missing_names_the_extra(tmp_path):
                             env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
     assert result.returncode != 0
     assert "pip install 'benchbuild[distributed]'" in result.stderr
+
+
+def _slot_and_pid(item: int) -> tuple[str, int, int]:
+    return os.environ.get("BENCHBUILD_TEST_SLOT", ""), os.getpid(), item * item
+
+
+def _fails_the_first_time(marker: str) -> str:
+    if not Path(marker).exists():
+        Path(marker).touch()
+        raise RuntimeError("first attempt")
+    return "second attempt"
+
+
+def test_process_pool_runs_each_task_in_a_fresh_process_with_its_slot_environment():
+    """Without Dask, several GPUs run one member each: a process per task, started with a free slot's environment
+    (CUDA_VISIBLE_DEVICES there; a variable of our own here), results in input order."""
+    engine = ProcessPoolEngine([{"BENCHBUILD_TEST_SLOT": "a"}, {"BENCHBUILD_TEST_SLOT": "b"}])
+    assert engine.workers == 2 and engine.gpus == 0
+    results = list(engine.map(_slot_and_pid, range(5)))
+    assert [square for _, _, square in results] == [0, 1, 4, 9, 16]
+    assert {slot for slot, _, _ in results} <= {"a", "b"} and all(slot for slot, _, _ in results)
+    pids = [pid for _, pid, _ in results]
+    assert len(set(pids)) == 5 and os.getpid() not in pids
+
+
+def test_process_pool_retries_a_failed_task_in_a_new_process(tmp_path):
+    engine = ProcessPoolEngine([{}])
+    assert list(engine.map(_fails_the_first_time, [str(tmp_path / "retried")], retries=1)) == ["second attempt"]
+    with pytest.raises(RuntimeError, match="first attempt"):
+        list(engine.map(_fails_the_first_time, [str(tmp_path / "not-retried")]))
+
+
+def test_worker_cached_keeps_the_latest_value_of_a_group():
+    first = worker_cached(("group-probe", 1), object, group="group-probe")
+    assert worker_cached(("group-probe", 1), object, group="group-probe") is first
+    second = worker_cached(("group-probe", 2), object, group="group-probe")
+    assert second is not first
+    assert worker_cached(("group-probe", 1), object, group="group-probe") is not first  # made again
+

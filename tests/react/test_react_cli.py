@@ -139,3 +139,31 @@ def test_stats_command_prints_table2_for_a_benchmark_split(tmp_path):
     assert "unique novel word 2-grams\t2" in result.output  # (c, a) and (c, b)
     assert "unique novel POS 2-grams\tskipped" in result.output
     assert "no spaCy model for language 'de'" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("step, message", [
+    ('command = "degree"\n[steps.options]\ntrain-src = "{a}"\npool = "{a}"\nout = "{out}"\nengine = "dask"\n'
+     'workers = 0\n', "step 2 (degree): Invalid value for '--workers': Input should be greater than or equal to 1"),
+    ('command = "build-react"\n[steps.options]\nout = "{out}"\ntrain-src = "{a}"\ntrain-tgt = "{a}"\n'
+     'pool-src = "{a}"\npool-tgt = "{a}"\nscheduler = "tcp://127.0.0.1:8786"\n',
+     "step 2 (build-react): --scheduler only apply to --engine dask: add --engine dask or leave them out"),
+])
+def test_a_pipeline_step_with_bad_engine_options_fails_before_any_step_runs(tmp_path, step, message):
+    a = _write(tmp_path / "a.de", ["a b"] * 4)
+    pipeline = tmp_path / "pipeline.toml"
+    pipeline.write_text(f'[[steps]]\ncommand = "degree"\n[steps.options]\ntrain-src = "{a}"\npool = "{a}"\n'
+                        f'out = "{tmp_path / "first.tsv"}"\n[[steps]]\n'
+                        + step.format(a=a, out=tmp_path / "second"), encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(pipeline)])
+    assert isinstance(result.exception, BenchbuildError)
+    assert str(result.exception) == f"{pipeline}: {message}"
+    assert not (tmp_path / "first.tsv").exists()
+
+
+def test_build_react_on_dask_refuses_a_numbered_gpu_before_any_work(tmp_path):
+    src = _write(tmp_path / "a.de", ["a b"])
+    parameters = ReactParameters(train_src=src, train_tgt=src, pool_src=[src], pool_tgt=[src], device="cuda:1")
+    from benchbuild.engine import EngineParameters
+
+    with pytest.raises(BenchbuildError, match="--device cuda:1 names one GPU of this machine"):
+        parameters.check_engine(EngineParameters(engine="dask", workers=1))
