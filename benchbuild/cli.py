@@ -531,7 +531,7 @@ def stats_command(
 @app.command("sweep")
 @with_parameters
 def sweep_command(
-    sweep_file: Annotated[Path, typer.Argument(help="A sweep TOML: models, [[benchmarks]], seeds, budget, overrides "
+    sweep_file: Annotated[Path, typer.Argument(help="A sweep TOML: models, \\[\\[benchmarks]], seeds, budget, overrides "
                                                "(see pipelines/sweep_smoke.toml).")],
     engine: EngineParameters,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="With --engine local: runs at once, each in its own "

@@ -220,7 +220,9 @@ def embedded_worker_specs(workers: int, gpus: int) -> dict[str, dict[str, Any]]:
     specs = {}
     for index in range(workers):
         # A failed task is re-raised in the command, which says it once: the workers' own logs would repeat it.
-        options: dict[str, Any] = {"nthreads": 1, "silence_logs": logging.CRITICAL}
+        # No statistical profiler: it samples every task's stack every 10 ms for a dashboard the cluster does not run.
+        options: dict[str, Any] = {"nthreads": 1, "silence_logs": logging.CRITICAL,
+                                   "config": {"distributed.worker.profile.enabled": False}}
         if gpus:
             options["resources"] = {"GPU": 1}
             options["env"] = {"CUDA_VISIBLE_DEVICES": ids[index % gpus]}

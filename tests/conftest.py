@@ -78,8 +78,11 @@ def dask_scheduler():
 
     distributed = pytest.importorskip("distributed", reason="Dask distributed is not installed (the `distributed` "
                                       "extra)")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       silence_logs=logging.CRITICAL)
+    import dask
+
+    with dask.config.set({"distributed.worker.profile.enabled": False}):  # as benchbuild's embedded cluster
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                           silence_logs=logging.CRITICAL)
     try:
         yield cluster.scheduler_address
     finally:
