@@ -235,7 +235,7 @@ def _embedded(workers: int | None, gpus: int) -> DaskEngine:
 
     count = workers or os.cpu_count() or 1
     cluster = SpecCluster(workers=embedded_worker_specs(count, gpus),
-                          scheduler={"cls": Scheduler, "options": {"dashboard": False, "dashboard_address": None}},
+                          scheduler={"cls": Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}},
                           silence_logs=logging.ERROR, name="benchbuild")
     return DaskEngine(Client(cluster), cluster)
 

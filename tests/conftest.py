@@ -81,7 +81,7 @@ def dask_scheduler():
     import dask
 
     with dask.config.set({"distributed.worker.profile.enabled": False}):  # as benchbuild's embedded cluster
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                            silence_logs=logging.CRITICAL)
     try:
         yield cluster.scheduler_address

@@ -12,6 +12,10 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from benchbuild.errors import BenchbuildError
 
+# transformers 5.24 renamed the decoding cache `past_key_values` -> `cache` (generate's keyword, the outputs' field);
+# both spellings are read, and outputs are built with the installed version's field (the old one warns there).
+CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
+
 
 class ZooConfig(PretrainedConfig):
     """A seq2seq config over one shared source/target vocabulary.
@@ -84,9 +88,11 @@ class ZooSeq2SeqModel(PreTrainedModel, GenerationMixin):
 
     def prepare_inputs_for_generation(self, input_ids: torch.LongTensor, past_key_values: Cache | None = None,
                                       encoder_outputs=None, attention_mask=None, use_cache: bool | None = None,
-                                      **kwargs) -> dict:
+                                      cache: Cache | None = None, **kwargs) -> dict:
         """The decoder reads only the tokens its cache has not seen yet; a model that never fills the cache (or
-        decoding with `use_cache=False`) gets the whole prefix at every step."""
+        decoding with `use_cache=False`) gets the whole prefix at every step. `generate` passes the cache as `cache`
+        from transformers 5.24 on, as `past_key_values` before."""
+        past_key_values = cache if cache is not None else past_key_values
         seen = past_key_values.get_seq_length() if past_key_values is not None else 0
         inputs = {"decoder_input_ids": input_ids[:, seen:], "encoder_outputs": encoder_outputs,
                   "attention_mask": attention_mask}
@@ -118,7 +124,7 @@ class ZooSeq2SeqModel(PreTrainedModel, GenerationMixin):
 
     def seq2seq_output(self, logits: torch.Tensor, labels: torch.LongTensor | None, encoder_outputs,
                        past_key_values: Cache | None = None) -> Seq2SeqLMOutput:
-        return Seq2SeqLMOutput(loss=self.token_loss(logits, labels), logits=logits, past_key_values=past_key_values,
+        return Seq2SeqLMOutput(loss=self.token_loss(logits, labels), logits=logits, **{CACHE_FIELD: past_key_values},
                                encoder_last_hidden_state=encoder_outputs.last_hidden_state)
 
     @staticmethod

@@ -167,13 +167,15 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
     def forward(self, input_ids: torch.LongTensor | None = None, attention_mask: torch.Tensor | None = None,
                 decoder_input_ids: torch.LongTensor | None = None, labels: torch.LongTensor | None = None,
                 encoder_outputs=None, past_key_values: Cache | None = None, use_cache: bool | None = None,
-                length_groups: list[dict[str, torch.Tensor]] | None = None, **kwargs) -> Seq2SeqLMOutput:
-        """The usual seq2seq forward; given `length_groups` instead (training), the logits of `grouped_logits`."""
+                length_groups: list[dict[str, torch.Tensor]] | None = None, cache: Cache | None = None,
+                **kwargs) -> Seq2SeqLMOutput:
+        """The usual seq2seq forward; given `length_groups` instead (training), the logits of `grouped_logits`.
+        The decoding cache comes as `past_key_values` or (transformers >= 5.24's name) `cache`."""
         if length_groups is not None:
             return Seq2SeqLMOutput(logits=self.grouped_logits(length_groups))
         decoder_input_ids, attention_mask, encoder_outputs = self.seq2seq_inputs(
             input_ids, attention_mask, decoder_input_ids, labels, encoder_outputs)
-        cache = decoding_cache(past_key_values, use_cache, self.config)
+        cache = decoding_cache(cache if cache is not None else past_key_values, use_cache, self.config)
         logits = self.decode(decoder_input_ids, encoder_outputs.last_hidden_state, attention_mask, cache=cache)
         return self.seq2seq_output(logits, labels, encoder_outputs, past_key_values=cache)
 
