@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+if TYPE_CHECKING:
+    import pyarrow
 
 _CHUNK = 1 << 20
 
@@ -44,13 +47,12 @@ def rows_fingerprint(rows: Iterable[Mapping[str, Any]]) -> str:
     return digest.hexdigest()
 
 
-def table_fingerprint(table: "pyarrow.Table") -> str:
+def table_fingerprint(table: pyarrow.Table) -> str:
     """sha256 of a table's contents in row order, independent of how the table is chunked or stored.
 
     The column names (sorted) come first; then each row, its fields in that column order rendered as text
     (null as \\x00), joined by \\x1f and ended by \\n. Computed with Arrow kernels, so a million rows take a second.
     """
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     names = sorted(table.column_names)
@@ -65,7 +67,7 @@ def table_fingerprint(table: "pyarrow.Table") -> str:
     return digest.hexdigest()
 
 
-def _as_text(column: "pyarrow.Array") -> "pyarrow.Array":
+def _as_text(column: pyarrow.Array) -> pyarrow.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput
 
