@@ -264,6 +264,7 @@ def _print_resolved_model(name: str) -> None:
     import torch
     from rich.text import Text
 
+    from benchbuild.papers import selection_rule
     from benchbuild.zoo import build_model, load_entry
     from benchbuild.zoo.catalogue import resolved_architecture
 
@@ -284,7 +285,7 @@ def _print_resolved_model(name: str) -> None:
         numbers = "; ".join(f"{row['benchmark']} {row['metric']} {row['value']:g} ({row['table']})"
                             for row in entry.reported if row.get("recipe") == family) or "none"
         paragraphs = (f"[recipe.{family}] {parameters:,} parameters (vocabulary {vocabulary:,}); "
-                      f"select = {recipe.get('select', 'best_validation')}",
+                      f"select = {selection_rule(recipe)}",
                       f"reported numbers made with it: {numbers}",
                       f"keys this recipe changes: {changed}",
                       ", ".join(f"{key} = {value}" for key, value in architecture.items()))
@@ -459,7 +460,9 @@ def report_command(
 @with_parameters
 def degree_command(
     train_src: Annotated[Path, typer.Option("--train-src", help="Training source file (one sentence a line).")],
-    pool: Annotated[Path, typer.Option("--pool", help="File whose every line is scored.")],
+    pool: Annotated[list[Path], typer.Option("--pool", help=(
+        "File whose every line is scored (repeatable; a glob such as 'shards/*.de' gives its files in name order): "
+        "the files are scored one after another, as if concatenated, and rows numbered through them."))],
     out_file: Annotated[Optional[Path], typer.Option("--out", help="TSV to write (default: stdout).")] = None,
     *,
     parameters: DegreeParameters,
@@ -470,11 +473,13 @@ def degree_command(
     """Compositional degree (001 §4) of every pool line w.r.t. a training corpus, as a TSV (line, degree)."""
     from benchbuild.engine import open_engine
     from benchbuild.react.degree import write_degree_table
+    from benchbuild.react.parameters import expand_glob
 
     parameters.check()
     engine.check()
+    pools = [path for pattern in pool for path in expand_glob(pattern, "--pool")]
     with open_engine(engine) as running:  # with --engine dask, its workers score the pool's shards
-        counts = write_degree_table(train_src, pool, out_file, parameters, overwrite=overwrite, progress=True,
+        counts = write_degree_table(train_src, pools, out_file, parameters, overwrite=overwrite, progress=True,
                                     encoding_errors=encoding_errors, engine=running)
     console.print(f"scored {counts['scored']:,} of {counts['lines']:,} lines "
                   f"({counts['dropped']:,} dropped by the OOV filter or empty)"

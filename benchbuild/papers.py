@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,12 @@ def reported_with(paper_id: str, entries: Iterable[Any]) -> list[str]:
                 if row["benchmark"] not in names:
                     names.append(row["benchmark"])
         for recipe, names in benchmarks.items():
-            how = (f"recipe {recipe}, select {entry.recipes[recipe].get('select', 'best_validation')}" if recipe
-                   else "no recipe named")
+            how = f"recipe {recipe}, select {selection_rule(entry.recipes[recipe])}" if recipe else "no recipe named"
             lines.append(f"{entry.name}: {how}: {', '.join(names)}")
     return lines
+
+
+def selection_rule(recipe: Mapping[str, Any]) -> str:
+    """A catalogue recipe's checkpoint selection in words: `last`, or `best_validation by <validate_by>`."""
+    select = recipe.get("select", "best_validation")
+    return select if select == "last" else f"{select} by {recipe.get('validate_by', 'exact_match')}"

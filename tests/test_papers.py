@@ -35,14 +35,14 @@ def test_reported_with_gives_each_papers_numbers_recipe_and_selection_rule():
     entries = [load_entry(name) for name in ("transformer", "sag", "dangle")]
     assert reported_with("000", entries) == [
         "transformer: recipe scan_000, select last: scan/addprim_jump, scan/template_around_right, scan/simple",
-        "transformer: recipe mt, select best_validation: iwslt14_de_en",
-        "transformer: recipe nounadj, select best_validation: nounadj",
+        "transformer: recipe mt, select best_validation by bleu: iwslt14_de_en",
+        "transformer: recipe nounadj, select best_validation by loss: nounadj",
         "sag: recipe scan, select last: scan/addprim_jump, scan/template_around_right, scan/simple",
-        "sag: recipe mt, select best_validation: iwslt14_de_en",
-        "sag: recipe nounadj, select best_validation: nounadj"]
+        "sag: recipe mt, select best_validation by bleu: iwslt14_de_en",
+        "sag: recipe nounadj, select best_validation by loss: nounadj"]
     assert reported_with("001", entries) == [
-        "transformer: recipe mt_001, select best_validation: react/cg_test",
-        "dangle: recipe mt, select best_validation: cognition/cg_test, react/cg_test"]
+        "transformer: recipe mt_001, select best_validation by bleu: react/cg_test",
+        "dangle: recipe mt, select best_validation by bleu: cognition/cg_test, react/cg_test"]
     assert reported_with("004", entries) == []
 
 

@@ -10,9 +10,9 @@ import torch
 
 from benchbuild.device import resolve_device
 from benchbuild.errors import BenchbuildError
-from benchbuild.evaluation.decoding import generate_predictions
 from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_rows, write_json
 from benchbuild.training.run_folder import load_model, read_run
+from benchbuild.zoo.decoding import decoding_limit, generate_predictions
 
 PREDICTIONS_FILE = "predictions.jsonl"
 METRICS_FILE = "metrics.json"
@@ -67,9 +67,3 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     partial.replace(destination / PREDICTIONS_FILE)
     write_json(destination / METRICS_FILE, result)
     return result
-
-
-def decoding_limit(tokenizer, references: list[str], margin: int = 8) -> int:
-    """Longest reference in tokens (with `</s>`) plus `margin`: no longer output can be an exact match, so the
-    cap leaves exact match unchanged while sparing a cacheless model from decoding runaway outputs to a far limit."""
-    return max((len(ids) for ids in tokenizer(references)["input_ids"]), default=1) + margin

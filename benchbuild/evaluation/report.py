@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.papers import selection_rule
 from benchbuild.training.run_folder import CHECKPOINTS_DIR, read_run
 
 METRICS_FILE = "metrics.json"
@@ -103,8 +104,7 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
                         groups[key].paper_source = str(paper.get("table", ""))
                 groups[key].values.append(value)
                 groups[key].seeds.append(run.get("seed"))
-                # A run.json from before `select` existed kept the best validation checkpoint.
-                groups[key].selections.append(str(run.get("select", "best_validation")))
+                groups[key].selections.append(selection_rule(run))
     return [groups[key] for key in sorted(groups)]
 
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from benchbuild.benchmark import load_splits, read_build_info
 from benchbuild.errors import BenchbuildError
-from benchbuild.evaluation import metrics
+from benchbuild import metrics
 from benchbuild.evaluation.cter import cter, read_compounds, read_lexicon
 
 COMP_COLUMNS = ("fr_noun", "fr_adjective", "order")

@@ -21,8 +21,9 @@ from typing import IO, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from benchbuild.corpus import LineShard
+from benchbuild.corpus import LineShard, line_shards
 from benchbuild.engine import Engine, LocalEngine
+from benchbuild.errors import BenchbuildError
 from benchbuild.react.ngrams import EncodedLines, NgramDictionary, Vocabulary
 from benchbuild.react.parameters import DegreeParameters
 from benchbuild.progress import progress_bar
@@ -102,34 +103,38 @@ class DegreeScorer:
             yield self.score(batch, normalized)
 
 
-def write_degree_table(train_source: str | Path, pool: str | Path, out: str | Path | None,
+def write_degree_table(train_source: str | Path, pool: str | Path | Sequence[str | Path], out: str | Path | None,
                        parameters: DegreeParameters = DegreeParameters(), overwrite: bool = False,
                        progress: bool = False, encoding_errors: str = "strict",
                        engine: Engine | None = None) -> dict[str, int]:
     """`benchbuild degree`: a TSV (`line`, `degree`) with one row per pool line, in order, to `out` or stdout.
 
-    `degree` is empty for a line the OOV filter drops (or an empty line). The pool is scored in shards of
-    `CHUNK_LINES` lines, as tasks of `engine` (default: this process), each reading its own lines from the file,
-    against the one scorer shared with every worker; rows are written in pool order, so the bytes do not depend on
-    the engine, and memory holds the scorer and a few shards whatever the pool's length. Returns counts for the
-    summary line.
+    `pool` is one file or several, read one after another as if concatenated: rows are numbered through all of
+    them. `degree` is empty for a line the OOV filter drops (or an empty line). Each file is scored in shards of
+    `CHUNK_LINES` lines (a shard never spans two files), as tasks of `engine` (default: this process), each reading
+    its own lines from its file, against the one scorer shared with every worker; rows are written in pool order,
+    so the bytes do not depend on the engine, and memory holds the scorer and a few shards whatever the pool's
+    length. Returns counts (of all files) for the summary line.
     """
     from benchbuild.atomic import check_writable
-    from benchbuild.corpus import count_lines, line_shards, read_lines
+    from benchbuild.corpus import count_lines, read_lines
 
     engine = engine if engine is not None else LocalEngine()
+    pools = [Path(pool)] if isinstance(pool, (str, os.PathLike)) else [Path(path) for path in pool]
+    if not pools:
+        raise BenchbuildError("give at least one pool file")
     if out is not None:
         check_writable(Path(out), overwrite)
+    total = sum(count_lines(path) for path in pools)  # a missing pool file fails before the training corpus is read
     scorer = DegreeScorer([text for _, text in read_lines(train_source, encoding_errors=encoding_errors)],
                           parameters)
-    total = count_lines(pool)
     counts = {"lines": 0, "scored": 0, "dropped": 0}
     target = _open_output(out)
     try:
         target.write("line\tdegree\n")
         with progress_bar("compositional degree", total, progress) as advance:
             shared = (engine.share(scorer), encoding_errors)
-            for rows, lines, scored in engine.map(degree_rows, line_shards(pool, CHUNK_LINES), shared=shared):
+            for rows, lines, scored in engine.map(degree_rows, pool_shards(pools), shared=shared):
                 target.write(rows)
                 counts["lines"] += lines
                 counts["scored"] += scored
@@ -146,13 +151,27 @@ def write_degree_table(train_source: str | Path, pool: str | Path, out: str | Pa
     return counts
 
 
-def degree_rows(shard: LineShard, scorer: DegreeScorer, encoding_errors: str) -> tuple[str, int, int]:
-    """One task of `degree`: the TSV rows of a shard of pool lines (every line, an empty cell where the OOV filter
-    drops it or it is empty), how many lines, and how many were scored."""
+def pool_shards(pools: Sequence[Path]) -> Iterator[tuple[LineShard, int]]:
+    """Every pool file's shards of `CHUNK_LINES` lines, file after file, each with the row number its first line
+    takes in the files' concatenation."""
+    before = 0  # lines in the files already cut
+    for path in pools:
+        lines = 0
+        for shard in line_shards(path, CHUNK_LINES):
+            yield shard, before + shard.first
+            lines = shard.first + shard.count - 1
+        before += lines
+
+
+def degree_rows(numbered: tuple[LineShard, int], scorer: DegreeScorer, encoding_errors: str) -> tuple[str, int, int]:
+    """One task of `degree`: the TSV rows of a shard of pool lines, numbered from the row number given with it
+    (every line, an empty cell where the OOV filter drops it or it is empty), how many lines, and how many were
+    scored."""
+    shard, first_row = numbered
     texts = [text if text.strip() else "" for text in shard.texts(encoding_errors)]  # type: ignore[arg-type]
     scores = scorer.score(texts)
     rows = "".join(f"{number}\t{'' if degree != degree else format(degree, '.6f')}\n"
-                   for number, degree in enumerate(scores.degree.tolist(), start=shard.first))
+                   for number, degree in enumerate(scores.degree.tolist(), start=first_row))
     return rows, len(texts), int(scores.in_vocabulary.sum())
 
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from benchbuild.evaluation.comp import CompCounts, pairing_matches
-from benchbuild.evaluation.metrics import bleu_by_degree
+from benchbuild.metrics import bleu_by_degree
 from benchbuild.report.runs import Evaluation
 
 # The per-head bias table of a `t5_bias` self-attention layer (`Attention.relative_bias` in zoo/transformer.py):

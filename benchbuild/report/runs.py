@@ -13,6 +13,7 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.evaluate import PREDICTIONS_FILE
 from benchbuild.evaluation.report import metrics_files
 from benchbuild.evaluation.scoring import benchmark_label, split_rows
+from benchbuild.papers import selection_rule
 from benchbuild.training.run_folder import LOG_FILE, read_run
 
 
@@ -77,8 +78,9 @@ class RunSummary:
 
     @property
     def select(self) -> str:
-        # A run.json from before `select` existed kept the best validation checkpoint.
-        return str(self.record.get("select", "best_validation"))
+        """`last` or `best_validation by <validate_by>`; a run.json from before either key existed selected by the
+        best validation exact match."""
+        return selection_rule(self.record)
 
     @property
     def selected_step(self) -> int | None:

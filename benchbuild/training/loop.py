@@ -29,7 +29,7 @@ from benchbuild.training.recipe import TrainingRecipe, default_recipe, resolve_r
 from benchbuild.training.run_folder import (TrainerState, append_log, latest_checkpoint, load_model, open_run,
                                             restore_checkpoint, save_checkpoint, truncate_log, write_run)
 from benchbuild.training.tokenization import build_tokenizer
-from benchbuild.training.validation import split_validation, validation_exact_match
+from benchbuild.training.validation import lower_is_better, split_validation, validation_scores
 from benchbuild.zoo.recipe import Selection
 
 
@@ -139,23 +139,24 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     _check_budgets(budget, options.max_minutes)
     if "train" not in splits:
         raise BenchbuildError(f"{data} has no train split (splits: {', '.join(splits)})")
-    train_rows, validation_rows, validation_name = split_validation(splits, options.validation_split, options.seed)
+    train_rows, validation_rows, validation_name = split_validation(splits, options.validation_split, options.seed,
+                                                                    training_recipe.held_out)
 
     identity = {
         "model": entry.name, "architecture": entry.architecture,
         "architecture_overrides": options.architecture_overrides or {},
         "benchmark": {name: split.fingerprint for name, split in info.splits.items()}, "seed": options.seed,
-        # `select` only picks which checkpoint the root holds, so it stays out of the identity: run folders from
-        # before it existed resume (`_check_selection` guards a change of rule). The recipe's `architecture` is
-        # part of "architecture" above.
+        # `select` and `validate_by` only pick which checkpoint the root holds, so they stay out of the identity: run
+        # folders from before they existed resume (`_check_selection` guards a change of rule). The recipe's
+        # `architecture` is part of "architecture" above, its `held_out` part of "validation".
         "recipe_family": family, "validation": validation_name,
         "recipe": {key: value for key, value in training_recipe.to_dict().items()
-                   if key not in ("steps", "select", "architecture")},
+                   if key not in ("steps", "select", "validate_by", "held_out", "architecture")},
     }
     accelerator = start_accelerator(options.device)
     # Under `accelerate launch`, only the main process writes the run folder; the others wait until it is ready.
     record = open_run(out, identity, options.overwrite) if accelerator.is_main_process else {}
-    _check_selection(out, record, training_recipe.select)
+    _check_selection(out, record, training_recipe)
     accelerator.wait_for_everyone()
     set_seed(options.seed)
     tokenizer = _tokenizer(out, splits["train"], training_recipe, save=accelerator.is_main_process)
@@ -176,7 +177,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         "benchmark": {"path": str(data.resolve()), "family": info.family, "name": info.name,
                       "splits": {name: {"rows": s.rows, "fingerprint": s.fingerprint} for name, s in info.splits.items()}},
         "seed": options.seed, "recipe_family": family, "recipe": training_recipe.to_dict(), "step_budget": budget,
-        "select": training_recipe.select,
+        "select": training_recipe.select, "validate_by": training_recipe.validate_by,
         "time_budget_minutes": options.max_minutes,
         "architecture_overrides": options.architecture_overrides or {}, "validation": validation_name,
         "validation_rows": len(validation_rows),
@@ -217,27 +218,28 @@ def step(run: PreparedRun) -> float:
 
 
 def validate_and_checkpoint(run: PreparedRun) -> None:
-    """On the main process: validate, log the accuracy, save the model at the run folder's root when the recipe's
+    """On the main process: validate, log the scores, save the model at the run folder's root when the recipe's
     `select` rule picks it (`selects`), checkpoint and update `run.json`; every process waits until that is done."""
-    accelerator, state = run.accelerator, run.state
+    accelerator, state, recipe = run.accelerator, run.state, run.recipe
     if accelerator.is_main_process:
         validation_started = time.perf_counter()
         network = accelerator.unwrap_model(run.network)
         with accelerator.autocast():
-            accuracy = validation_exact_match(network, run.tokenizer, run.validation_sources, run.validation_targets,
-                                              run.recipe.eval_batch_size)
+            scores = validation_scores(network, run.tokenizer, run.validation_sources, run.validation_targets,
+                                       recipe.eval_batch_size, label_smoothing=recipe.label_smoothing,
+                                       bleu=recipe.validate_by == "bleu")
         state.elapsed = time.perf_counter() - run.started
         run.validation_seconds = time.perf_counter() - validation_started
-        append_log(run.out, {"step": state.step, "validation_exact_match": accuracy,
-                             "elapsed_s": round(state.elapsed, 1)})
-        if selects("best_validation", accuracy, state.best):
-            state.best, state.best_step = accuracy, state.step
-        if selects(run.recipe.select, accuracy, state.selected):
-            state.selected, state.selected_step = accuracy, state.step
+        append_log(run.out, {"step": state.step, **scores.log_fields(), "elapsed_s": round(state.elapsed, 1)})
+        value = scores.value(recipe.validate_by)
+        if selects("best_validation", value, state.best, recipe.validate_by):
+            state.best, state.best_step = value, state.step
+        if selects(recipe.select, value, state.selected, recipe.validate_by):
+            state.selected, state.selected_step, state.selected_exact_match = value, state.step, scores.exact_match
             network.save_pretrained(run.out)
             run.tokenizer.save_pretrained(run.out)
         save_checkpoint(run.out, network, run.optimizer, run.scheduler, state)
-        run.record.update({**_selection_record(state), "status": "running"})
+        run.record.update({**_selection_record(state, recipe.validate_by), "status": "running"})
         write_run(run.out, run.record)
     accelerator.wait_for_everyone()
 
@@ -246,33 +248,40 @@ def finish(run: PreparedRun) -> TrainResult:
     """Mark the run complete in `run.json` (main process) and say what it produced."""
     state = run.state
     if run.accelerator.is_main_process:
-        run.record.update({**_selection_record(state), "status": "complete", "stopped_by": run.stopped_by,
+        run.record.update({**_selection_record(state, run.recipe.validate_by), "status": "complete", "stopped_by": run.stopped_by,
                            "elapsed_s": round(state.elapsed, 1)})
         write_run(run.out, run.record)
         write_model_card(run.out, run.record, run.accelerator.unwrap_model(run.network))
     return TrainResult(run_dir=run.out, steps=state.step, selected_step=state.selected_step,
-                       validation_exact_match=state.selected, resumed_from=run.resumed_from)
+                       validation_exact_match=state.selected_exact_match, resumed_from=run.resumed_from)
 
 
-def selects(select: Selection, accuracy: float, selected: float | None) -> bool:
-    """Whether a checkpoint just validated at `accuracy` replaces the one selected so far (validated at `selected`):
-    under `last` always; under `best_validation` when it is at least as accurate, so ties go to the later step."""
-    return select == "last" or selected is None or accuracy >= selected
+def selects(select: Selection, value: float, selected: float | None, metric: str = "exact_match") -> bool:
+    """Whether a checkpoint just validated at `value` of `metric` replaces the one selected so far (validated at
+    `selected`): under `last` always; under `best_validation` when it is at least as good (as high, or as low for
+    the loss), so ties go to the later step."""
+    if select == "last" or selected is None:
+        return True
+    return value <= selected if lower_is_better(metric) else value >= selected
 
 
-def _selection_record(state: TrainerState) -> dict[str, Any]:
-    """`run.json`'s account of the selection: the root's step and validation accuracy, and the best validation."""
-    return {"steps_done": state.step, "selected_step": state.selected_step, "validation_exact_match": state.selected,
-            "best_validation_step": state.best_step, "best_validation_exact_match": state.best}
+def _selection_record(state: TrainerState, metric: str) -> dict[str, Any]:
+    """`run.json`'s account of the selection: the root's step, its score by `metric` and exact match, and the best
+    validation score and its step."""
+    return {"steps_done": state.step, "selected_step": state.selected_step,
+            "validation_exact_match": state.selected_exact_match, f"validation_{metric}": state.selected,
+            "best_validation_step": state.best_step, f"best_validation_{metric}": state.best}
 
 
-def _check_selection(out: Path, record: dict[str, Any], select: str) -> None:
-    """A resumed run keeps its selection rule: switching it midway would leave the root holding a checkpoint that
-    neither rule picks. A `run.json` without `select` predates the key (best validation) and may take either."""
-    recorded = record.get("select")
-    if recorded is not None and recorded != select:
-        raise BenchbuildError(f"{out} was trained with select = {recorded!r}, not {select!r}: resume it with "
-                              f"--set select={recorded}, or pass --overwrite to start again")
+def _check_selection(out: Path, record: dict[str, Any], recipe: TrainingRecipe) -> None:
+    """A resumed run keeps its selection rule and what it compares: switching either midway would leave the root
+    holding a checkpoint that neither rule picks. A `run.json` without `select` / `validate_by` predates the key
+    (best validation / exact match) and may take any."""
+    for key, value in (("select", recipe.select), ("validate_by", recipe.validate_by)):
+        recorded = record.get(key)
+        if recorded is not None and recorded != value:
+            raise BenchbuildError(f"{out} was trained with {key} = {recorded!r}, not {value!r}: resume it with "
+                                  f"--set {key}={recorded}, or pass --overwrite to start again")
 
 
 def _out_of_time(run: PreparedRun) -> bool:
@@ -366,13 +375,15 @@ def _tokenizer(out: Path, train_split, training_recipe: TrainingRecipe, save: bo
 
 def training_status(run: PreparedRun) -> str:
     """The progress bar's text: the loss of `train_log.jsonl`'s last line (the mean over the steps since the line
-    before, so the bar and the log agree), and the best validation exact match so far."""
+    before, so the bar and the log agree), and the best validation score so far."""
     status = ""
     if run.logged_loss is not None and math.isfinite(run.logged_loss[0]):
         loss, steps = run.logged_loss
         status = f"loss {loss:.4f} (mean of last {steps} step{'s' if steps != 1 else ''})"
     if run.state.best is not None:
-        status += f"  best val EM {run.state.best:.1f}%"
+        metric, best = run.recipe.validate_by, run.state.best
+        status += {"exact_match": f"  best val EM {best:.1f}%", "loss": f"  best val loss {best:.4f}",
+                   "bleu": f"  best val BLEU {best:.2f}"}[metric]
     return status
 
 

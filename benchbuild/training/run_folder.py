@@ -34,9 +34,10 @@ CLAIM_FILES = frozenset({"sweep_run.json"})
 
 @dataclass
 class TrainerState:
-    """How far training got: steps done, the best validation exact match and its step, the selected checkpoint's
-    (the one at the run folder's root, chosen by the recipe's `select`) and the seconds spent training and validating
-    (summed over a killed run and its resumption). Checkpointed with every checkpoint."""
+    """How far training got: steps done, the best validation score (by the recipe's `validate_by`) and its step, the
+    selected checkpoint's (the one at the run folder's root, chosen by the recipe's `select`) score, step and exact
+    match, and the seconds spent training and validating (summed over a killed run and its resumption).
+    Checkpointed with every checkpoint."""
 
     step: int = 0
     best: float | None = None
@@ -44,6 +45,7 @@ class TrainerState:
     elapsed: float = 0.0
     selected: float | None = None
     selected_step: int | None = None
+    selected_exact_match: float | None = None
 
 
 def read_run(run_dir: str | Path) -> dict[str, Any]:
@@ -134,7 +136,7 @@ def save_checkpoint(out: Path, network, optimizer, scheduler, state: TrainerStat
         torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": state.step,
                     "best": state.best, "best_step": state.best_step, "elapsed": state.elapsed,
                     "selected": state.selected, "selected_step": state.selected_step,
-                    "rng": _rng_state()}, tmp / STATE_FILE)
+                    "selected_exact_match": state.selected_exact_match, "rng": _rng_state()}, tmp / STATE_FILE)
     for old in sorted((out / CHECKPOINTS_DIR).glob("step-*"))[:-KEEP_CHECKPOINTS]:
         shutil.rmtree(old)
 
@@ -150,10 +152,13 @@ def restore_checkpoint(checkpoint: Path, optimizer, scheduler) -> TrainerState:
                               f"truncated or corrupt; {_recovery(checkpoint)}") from error
     optimizer.load_state_dict(saved["optimizer"])
     scheduler.load_state_dict(saved["scheduler"])
-    # A checkpoint written before `select` existed selected the best validation checkpoint.
+    # A checkpoint written before `select` existed selected the best validation checkpoint; one written before
+    # `validate_by` existed selected by exact match, so its selected score is the selected exact match.
+    selected = saved.get("selected", saved["best"])
     state = TrainerState(step=int(saved["step"]), best=saved["best"], best_step=saved["best_step"],
-                         elapsed=float(saved.get("elapsed", 0.0)), selected=saved.get("selected", saved["best"]),
-                         selected_step=saved.get("selected_step", saved["best_step"]))
+                         elapsed=float(saved.get("elapsed", 0.0)), selected=selected,
+                         selected_step=saved.get("selected_step", saved["best_step"]),
+                         selected_exact_match=saved.get("selected_exact_match", selected))
     _set_rng_state(saved["rng"])
     return state
 

@@ -27,7 +27,7 @@ Notes on the zoo <-> training interface:
 - `build_model` stores no output length in `generation_config` (neither `max_length` nor `max_new_tokens`), so a
   `generate()` call may pass either without transformers' warning that both are set (a stored one would also take
   precedence over, or clash with, the call's). Pass one: transformers' default of 20 new tokens cuts SCAN outputs.
-  `benchbuild.evaluation.decoding` passes `max_new_tokens`.
+  `benchbuild.zoo.decoding` passes `max_new_tokens`.
 - `get_encoder()` returns a weight-less view whose `forward(input_ids, attention_mask)` gives the encoder output;
   Syntactic Attention's and Dangle's encoder outputs carry extra tensors (translation stream, source ids), which
   `generate()` expands for beam search like any `ModelOutput` field.

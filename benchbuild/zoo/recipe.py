@@ -19,6 +19,7 @@ RecipeFamily = Literal["scan", "scan_000", "mt", "mt_001", "nounadj"]
 RECIPE_FAMILIES: tuple[str, ...] = typing.get_args(RecipeFamily)
 Schedule = Literal["constant", "inverse_sqrt"]
 Selection = Literal["best_validation", "last"]
+ValidationMetric = Literal["exact_match", "loss", "bleu"]
 
 
 _COUNTS = ("steps", "batch_size", "eval_every", "micro_batches", "length_groups", "eval_batch_size")
@@ -38,6 +39,8 @@ def _out_of_range(key: str, value: Any) -> str | None:
         return "must be in [0, 1)"
     if key == "bpe_vocab_size" and value is not None and not value > 4:
         return "must exceed 4 (at least 5)"
+    if key == "held_out" and not 0.0 < value <= 0.5:
+        return "must be in (0, 0.5]"
     return None
 
 
@@ -55,9 +58,18 @@ class TrainingRecipe:
     (`accepts_length_groups`, the zoo Transformer): position-wise layers run once over all parts and only attention
     runs part by part, so more parts (less padding) cost little; 8 was fastest for SCAN batches of 256.
 
-    `select`: which validated checkpoint the run folder's root holds. `best_validation` keeps the one of highest
-    validation exact match (of tied ones, the later); `last` keeps the final step's, as papers that train for a fixed
+    `select`: which validated checkpoint the run folder's root holds. `best_validation` keeps the one that scores
+    best by `validate_by` (of tied ones, the later); `last` keeps the final step's, as papers that train for a fixed
     budget report it (003 §3.2: early stopping on in-distribution validation can halve generalization accuracy).
+
+    `validate_by`: what `best_validation` compares. `exact_match`: greedy exact match (SCAN papers); `loss`: the
+    validation loss under the training criterion (label smoothing included), as fairseq's default
+    `--best-checkpoint-metric loss` (000's noun-adjective runs); `bleu`: corpus BLEU (sacrebleu) of beam-5 decoding,
+    as fairseq's `--eval-bleu --best-checkpoint-metric bleu` (000's IWSLT runs, CoGnition's train.sh). Every
+    validation logs exact match and loss; BLEU (a decoding of the validation set) only when it selects.
+
+    `held_out`: the fraction of train held out to validate on when the benchmark has no validation split (002, after
+    Bastings et al. 2018: 20%).
 
     `architecture` (`[recipe.mt.architecture]`): architecture keys this recipe's runs change, merged over the entry's
     `[architecture]` (and under `train`'s architecture overrides): the papers train bigger models on MT than on SCAN,
@@ -80,6 +92,8 @@ class TrainingRecipe:
     micro_batches: int = 4
     length_groups: int = 8
     select: Selection = "best_validation"
+    validate_by: ValidationMetric = "exact_match"
+    held_out: float = 0.1
     architecture: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

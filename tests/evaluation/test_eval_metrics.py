@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from benchbuild.evaluation.metrics import bleu, bleu_by_degree, bleu_tokenizer_for, chrf, exact_match
+from benchbuild.metrics import bleu, bleu_by_degree, bleu_tokenizer_for, chrf, exact_match
 
 
 def test_exact_match_is_sequence_accuracy_up_to_whitespace():

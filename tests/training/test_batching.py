@@ -175,8 +175,8 @@ def test_a_micro_batched_run_follows_the_one_batch_loss_curve(tiny_scan, tiny_mo
         out = tmp_path / f"parts-{parts}"
         train(tiny_model, tiny_scan, out, seed=0, max_steps=6, device="cpu", progress=False,
               overrides={"length_groups": parts, "eval_every": 6}, architecture_overrides=no_dropout)
-        curves[parts] = [json.loads(line)["loss"] for line in (out / "train_log.jsonl").read_text().splitlines()
-                         if "loss" in line]
+        lines = map(json.loads, (out / "train_log.jsonl").read_text().splitlines())
+        curves[parts] = [line["loss"] for line in lines if "loss" in line]
     assert len(curves[1]) == 6
     np.testing.assert_allclose(curves[4], curves[1], rtol=1e-4)
 

@@ -113,13 +113,18 @@ def test_a_run_folder_from_before_select_resumes_under_the_recipes_rule(tiny_sca
     assert json.loads((run_dir / "run.json").read_text())["select"] == "last"
 
 
-def test_resuming_under_another_rule_than_the_run_was_started_with_is_refused(tiny_scan, tiny_model, tmp_path):
+@pytest.mark.parametrize("key, value", [("select", "last"), ("validate_by", "loss")])
+def test_resuming_under_another_rule_than_the_run_was_started_with_is_refused(tiny_scan, tiny_model, tmp_path,
+                                                                              key, value):
     run_dir = tmp_path / "run"
     train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=5,
-          overrides={"eval_every": 5, "select": "last"})
-    with pytest.raises(BenchbuildError, match="select = 'last'.*--set select=last"):
+          overrides={"eval_every": 5, key: value})
+    with pytest.raises(BenchbuildError, match=f"{key} = '{value}'.*--set {key}={value}"):
         train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=10,
               overrides={"eval_every": 5})
+    resumed = train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=10,
+                    overrides={"eval_every": 5, key: value})
+    assert resumed.resumed_from == 5
 
 
 def test_report_names_each_groups_selection_rule_and_reads_old_runs_as_best_validation(tmp_path):
@@ -133,6 +138,6 @@ def test_report_names_each_groups_selection_rule_and_reads_old_runs_as_best_vali
                                                          "exact_match": 50.0 + seed}))
         runs.append(folder)
     rows = build_report(runs)
-    assert [row.select for row in rows] == ["last, best_validation"]
-    assert markdown_table(rows).splitlines()[2].endswith("| last, best_validation |")
+    assert [row.select for row in rows] == ["last, best_validation by exact_match"]
+    assert markdown_table(rows).splitlines()[2].endswith("| last, best_validation by exact_match |")
     assert build_report(runs[:1])[0].select == "last"

@@ -62,6 +62,6 @@ def test_the_run_folders_model_card_states_size_recipe_selection_and_the_papers_
     assert f"- **parameters**: {count:,} " in card
     assert f"- **vocabulary**: {model.config.vocab_size:,} tokens" in card
     assert "| `d_ff` | `40` |" in card and "| `encoder_layers` | `1` |" in card
-    assert "- **recipe**: `scan_000`" in card and "- **selection**: `best_validation`; the weights here are step" in card
+    assert "- **recipe**: `scan_000`" in card and "- **selection**: `best_validation` by validation exact match; the weights here are step" in card
     assert "| scan/simple | exact_match | 99.0 | 000 Table 3 | `scan_000` (this run) |" in card
     assert card.startswith("---\nlibrary_name: transformers\n")

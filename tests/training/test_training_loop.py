@@ -137,7 +137,7 @@ def test_teacher_forced_validation_agrees_with_greedy_generate(finished_run, tin
 
     import benchbuild.zoo
     from benchbuild.benchmark import load_splits
-    from benchbuild.evaluation.decoding import generate_predictions
+    from benchbuild.zoo.decoding import generate_predictions
     from benchbuild.training.validation import greedy_matches
 
     run_dir, _ = finished_run

@@ -103,7 +103,7 @@ def test_zoo_papers_says_which_recipe_and_selection_rule_made_each_number(monkey
     text = " ".join(" ".join(zoo(monkeypatch, "--papers")).split())
     assert ("transformer: recipe scan_000, select last: scan/addprim_jump, scan/template_around_right, "
             "scan/simple") in text
-    assert "transformer: recipe mt_001, select best_validation: react/cg_test" in text
-    assert "sag: recipe nounadj, select best_validation: nounadj" in text
+    assert "transformer: recipe mt_001, select best_validation by bleu: react/cg_test" in text
+    assert "sag: recipe nounadj, select best_validation by loss: nounadj" in text
     assert "relative_transformer: recipe scan, select last: scan/length_cutoff_26" in text
-    assert "syntactic_attention: recipe scan, select best_validation: scan/simple" in text
+    assert "syntactic_attention: recipe scan, select best_validation by exact_match: scan/simple" in text

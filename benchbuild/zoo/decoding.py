@@ -1,5 +1,6 @@
-"""Decoding: batched `generate()` (greedy or beam search, predictions in input order). Model selection during
-training scores greedy exact match in one teacher-forced pass instead (`benchbuild.training.validation`)."""
+"""Decoding: batched `generate()` (greedy or beam search, predictions in input order), for evaluation and for model
+selection by BLEU. Model selection by exact match or loss needs no decoding: one teacher-forced pass gives both
+(`benchbuild.training.validation`)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,9 @@ class _SentenceProgress:
 
     def stop(self) -> None:
         self.progress.stop()
+
+
+def decoding_limit(tokenizer, references: list[str], margin: int = 8) -> int:
+    """Longest reference in tokens (with `</s>`) plus `margin`: no longer output can be an exact match, so the
+    cap leaves exact match unchanged while sparing a cacheless model from decoding runaway outputs to a far limit."""
+    return max((len(ids) for ids in tokenizer(references)["input_ids"]), default=1) + margin

@@ -1,0 +1,108 @@
+"""`benchbuild degree` over several `--pool` files and globs: scored in order as if concatenated, with either engine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from benchbuild.cli import app
+from benchbuild.react.degree import CHUNK_LINES, DegreeParameters, write_degree_table
+
+BENCHBUILD = [str(Path(sys.executable).parent / "benchbuild")]
+TRAIN = ["a b c", "a b", "b c d", "c d a"] * 4
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _degree(*argv: str) -> str:
+    """`benchbuild degree ARGV` through the CLI: its console output (it must succeed)."""
+    result = CliRunner().invoke(app, ["degree", *argv])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _cycled(count: int, start: int) -> list[str]:
+    """`count` pool lines of varied degree (some dropped by the OOV filter, some empty)."""
+    shapes = ["a b c", "c b a", "a b c d a", "", "a z", "d c", "b c d a b"]
+    return [shapes[(start + number) % len(shapes)] for number in range(count)]
+
+
+def test_two_pool_files_give_the_table_of_their_concatenation(tmp_path):
+    train = _write(tmp_path / "train.txt", TRAIN)
+    first = _write(tmp_path / "first.txt", ["a b c", "", "a z"])
+    second = _write(tmp_path / "second.txt", ["c b a", "b c d a", "z z"])
+    joined = _write(tmp_path / "joined.txt", ["a b c", "", "a z", "c b a", "b c d a", "z z"])
+    summary = _degree("--train-src", str(train), "--pool", str(first), "--pool", str(second),
+                      "--out", str(tmp_path / "two.tsv"))
+    _degree("--train-src", str(train), "--pool", str(joined), "--out", str(tmp_path / "one.tsv"))
+    assert (tmp_path / "two.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
+    assert (tmp_path / "two.tsv").read_text(encoding="utf-8").splitlines()[4:] == ["4\t1.000000", "5\t0.500000", "6\t"]
+    assert "scored 3 of 6 lines (3 dropped by the OOV filter or empty)" in summary
+
+
+def test_a_pool_glob_scores_its_files_in_name_order_among_the_other_pools(tmp_path):
+    train = _write(tmp_path / "train.txt", TRAIN)
+    for name, line in [("shards/b.txt", "c b a"), ("shards/c.txt", "d c"), ("shards/a.txt", "a b c")]:
+        _write(tmp_path / name, [line])
+    last = _write(tmp_path / "last.txt", ["a b"])
+    joined = _write(tmp_path / "joined.txt", ["a b c", "c b a", "d c", "a b"])
+    _degree("--train-src", str(train), "--pool", str(tmp_path / "shards" / "*.txt"), "--pool", str(last),
+            "--out", str(tmp_path / "glob.tsv"))
+    _degree("--train-src", str(train), "--pool", str(joined), "--out", str(tmp_path / "joined.tsv"))
+    assert (tmp_path / "glob.tsv").read_bytes() == (tmp_path / "joined.tsv").read_bytes()
+
+
+def test_a_pool_glob_matching_nothing_is_one_error_line_before_the_training_corpus_is_read(tmp_path):
+    pool = _write(tmp_path / "pool.txt", ["a b c"])
+    done = subprocess.run([*BENCHBUILD, "degree", "--train-src", str(tmp_path / "no-such-train.txt"),
+                           "--pool", str(pool), "--pool", str(tmp_path / "shards" / "*.de"),
+                           "--out", str(tmp_path / "degree.tsv")], capture_output=True, text=True)
+    assert done.returncode != 0
+    assert done.stderr.count("\n") == 1 and "--pool" in done.stderr and "matches no file" in done.stderr
+    assert "no-such-train" not in done.stderr
+    assert not (tmp_path / "degree.tsv").exists() and not (tmp_path / "degree.tsv.partial").exists()
+
+
+def test_a_missing_pool_file_among_several_is_named_before_the_training_corpus_is_read(tmp_path):
+    pool = _write(tmp_path / "pool.txt", ["a b c"])
+    done = subprocess.run([*BENCHBUILD, "degree", "--train-src", str(tmp_path / "no-such-train.txt"),
+                           "--pool", str(pool), "--pool", str(tmp_path / "missing.txt")],
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "missing.txt` does not exist" in done.stderr
+
+
+def test_write_degree_table_takes_one_pool_path_or_several(tmp_path):
+    train = _write(tmp_path / "train.txt", TRAIN)
+    first, second = _write(tmp_path / "first.txt", ["a b c", "a z"]), _write(tmp_path / "second.txt", ["d c"])
+    joined = _write(tmp_path / "joined.txt", ["a b c", "a z", "d c"])
+    parameters = DegreeParameters(min_word_count=1)
+    several = write_degree_table(train, [first, str(second)], tmp_path / "several.tsv", parameters)
+    one = write_degree_table(str(train), joined, tmp_path / "one.tsv", parameters)
+    assert several == one == {"lines": 3, "scored": 2, "dropped": 1}
+    assert (tmp_path / "several.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
+
+
+@pytest.mark.distributed
+def test_dask_scores_several_pool_files_of_several_shards_to_the_local_bytes(dask_scheduler, tmp_path):
+    train = _write(tmp_path / "train.txt", TRAIN)
+    # Each file spans two shards, so the second file's shards start at rows that only the files before it give.
+    first = _cycled(CHUNK_LINES + 1_000, start=0)
+    second = _cycled(CHUNK_LINES + 7, start=3)
+    pools = [str(_write(tmp_path / "first.txt", first)), str(_write(tmp_path / "second.txt", second))]
+    joined = _write(tmp_path / "joined.txt", first + second)
+    arguments = ["--train-src", str(train), "--pool", pools[0], "--pool", pools[1]]
+    _degree(*arguments, "--out", str(tmp_path / "local.tsv"))
+    _degree(*arguments, "--out", str(tmp_path / "dask.tsv"), "--engine", "dask", "--scheduler", dask_scheduler)
+    _degree("--train-src", str(train), "--pool", str(joined), "--out", str(tmp_path / "joined.tsv"))
+    table = (tmp_path / "dask.tsv").read_bytes()
+    assert table == (tmp_path / "local.tsv").read_bytes() == (tmp_path / "joined.tsv").read_bytes()
+    assert table.count(b"\n") == 1 + len(first) + len(second)
