@@ -14,6 +14,7 @@ from typing import Any, Iterable, Sequence
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.papers import selection_rule
+from benchbuild.training.recipe import reported_on
 from benchbuild.training.run_folder import CHECKPOINTS_DIR, read_run
 
 METRICS_FILE = "metrics.json"
@@ -98,7 +99,7 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
                 if key not in groups:
                     groups[key] = ReportRow(model, benchmark, split, metric)
                     paper = next((r for r in reported_cache[model] if r.get("metric") == metric
-                                  and _same_benchmark(str(r.get("benchmark")), benchmark)), None)
+                                  and _same_benchmark(str(r.get("benchmark")), benchmark, split)), None)
                     if paper is not None:
                         groups[key].paper = float(paper["value"])
                         groups[key].paper_source = str(paper.get("table", ""))
@@ -143,9 +144,12 @@ def write_report(run_dirs: Sequence[str | Path], prefix: str | Path) -> tuple[li
     return rows, markdown, table
 
 
-def _same_benchmark(reported: str, ours: str) -> bool:
-    """A reported `scan/simple` names one benchmark; a reported `nounadj` names its family's benchmark."""
-    return reported == ours or ("/" not in reported and ours.split("/")[0] == reported)
+def _same_benchmark(reported: str, ours: str, split: str) -> bool:
+    """Whether a `[[reported]]` number is one for split `split` of benchmark `ours` (`family/name`): a reported
+    `scan/simple` names one benchmark, `nounadj` its family's, `react/cg_test` the family and the split (a folder
+    `build-react` writes is labelled `react/react`), as `train` reads them to pick a recipe (`reported_on`)."""
+    family, _, name = ours.partition("/")
+    return reported_on(reported, family, name, [split])
 
 
 def _reported(run: dict[str, Any]) -> list[dict]:

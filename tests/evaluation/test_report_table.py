@@ -26,10 +26,10 @@ table = "000 Table 3"
 """
 
 
-def evaluated_run(folder, entry, seed, exact_match, bleu, benchmark="scan/addprim_jump"):
+def evaluated_run(folder, entry, seed, exact_match, bleu, benchmark="scan/addprim_jump", split="test"):
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps({"model": "tiny_transformer", "model_entry": str(entry), "seed": seed}))
-    metrics = {"benchmark": benchmark, "split": "test", "rows": 10, "exact_match": exact_match,
+    metrics = {"benchmark": benchmark, "split": split, "rows": 10, "exact_match": exact_match,
                "bleu": {"score": bleu, "signature": "nrefs:1|tok:13a"}, "chrf": {"score": 50.0, "signature": "x"}}
     (folder / "metrics.json").write_text(json.dumps(metrics))
     return folder
@@ -52,6 +52,17 @@ def test_two_seeds_give_mean_and_standard_error_beside_the_papers_number(runs):
     assert rows[("scan/addprim_jump", "bleu")].paper is None
     single = rows[("scan/simple", "exact_match")]
     assert single.standard_error is None and single.paper is None
+
+
+def test_a_number_reported_for_a_family_and_split_sits_beside_that_split_of_a_built_benchmark(tmp_path):
+    entry = tmp_path / "tiny_transformer.toml"
+    entry.write_text(ENTRY + '[[reported]]\nbenchmark = "react/cg_test"\nmetric = "bleu"\nvalue = 11.4\n'
+                             'table = "001 Table 5"\n')
+    runs = [evaluated_run(tmp_path / split, entry, 0, 1.0, 12.0, benchmark="react/react", split=split)
+            for split in ("cg_test", "test")]
+    rows = {(r.split, r.metric): r for r in build_report(runs)}
+    assert (rows[("cg_test", "bleu")].paper, rows[("cg_test", "bleu")].paper_source) == (11.4, "001 Table 5")
+    assert rows[("test", "bleu")].paper is None  # the in-domain test split is not the one the paper reports
 
 
 def test_report_command_writes_markdown_and_csv(runs, tmp_path):
