@@ -45,7 +45,7 @@ class CorpusStats:
 
 def count_lines(path: str | Path) -> int:
     """Number of lines of a file (a last line without a final newline counts), counted on raw bytes in chunks."""
-    path = _existing_file(path)
+    path = existing_file(path)
     lines = 0
     last = b""
     with open(path, "rb") as handle:
@@ -105,7 +105,7 @@ def read_tsv(path: str | Path, *, encoding_errors: EncodingErrors = "strict",
     A blank line is an empty pair (dropped and counted); a line with another number of columns is an error.
     """
     _check_encoding_errors(encoding_errors)
-    path = _existing_file(path)
+    path = existing_file(path)
     return _tsv_rows(path, encoding_errors, stats if stats is not None else CorpusStats())
 
 
@@ -132,7 +132,7 @@ def read_lines(path: str | Path, *, encoding_errors: EncodingErrors = "strict",
                stats: CorpusStats | None = None) -> Iterator[tuple[int, str]]:
     """Stream `(line number, line)` from a monolingual file; empty or whitespace-only lines are dropped and counted."""
     _check_encoding_errors(encoding_errors)
-    path = _existing_file(path)
+    path = existing_file(path)
     return _monolingual_rows(path, encoding_errors, stats if stats is not None else CorpusStats())
 
 
@@ -224,7 +224,7 @@ def read_parquet(path: str | Path, source_lang: str, target_lang: str, *,
     (as `datasets` writes it) or one string column per language (`de`, `en`)."""
     import pyarrow.parquet as pq
 
-    path = _existing_file(path)
+    path = existing_file(path)
     columns = parquet_columns(path, source_lang, target_lang)
     batches = pq.ParquetFile(path).iter_batches(batch_size=1000, columns=columns)
     return _translation_rows((_translations(batch, columns, source_lang, target_lang) for batch in batches),
@@ -288,7 +288,7 @@ class ParallelInput:
         if self.parquet is not None:
             import pyarrow.parquet as pq
 
-            parquet_columns(_existing_file(self.parquet), self.source_lang, self.target_lang)
+            parquet_columns(existing_file(self.parquet), self.source_lang, self.target_lang)
             return pq.ParquetFile(self.parquet).metadata.num_rows
         return len(load_local_hf(self.hf, self.split))
 
@@ -403,7 +403,7 @@ class LineShard:
 
 def line_shards(path: str | Path, lines: int) -> Iterator[LineShard]:
     """A text file cut into runs of `lines` lines (the last one shorter), each readable alone, in order."""
-    path = _existing_file(path).resolve()
+    path = existing_file(path).resolve()
     for first, count, offset in _line_runs(path, lines):
         yield LineShard(path, first, count, offset)
 
@@ -445,7 +445,8 @@ def _cached_hf(path: str, split: str):
     return load_local_hf(path, split)
 
 
-def _existing_file(path: str | Path) -> Path:
+def existing_file(path: str | Path) -> Path:
+    """`path` as a Path, when it is an existing file; else the one-line error naming it."""
     path = Path(path)
     if not path.is_file():
         raise BenchbuildError(f"`{path}` does not exist or is not a file")

@@ -119,7 +119,7 @@ def build_react(parameters: ReactParameters, *, cache: StageCache | None = None,
                              encoding_errors=parameters.encoding_errors,
                              model=parameters.ensemble_model, size=parameters.ensemble_size,
                              max_steps=parameters.max_steps, architecture=parameters.architecture_overrides,
-                             recipe=parameters.recipe_overrides)
+                             recipe=parameters.member_overrides)
     members = cache.json(ensemble_key, lambda: _train_ensemble(cache.path(ensemble_key), corpora, parameters, progress,
                                                                engine))
 
@@ -295,7 +295,7 @@ def _train_ensemble(folder: Path, corpora: dict[str, Corpus], parameters: ReactP
     # Progress bars from the training loop only where it runs in this process; else one bar over the members.
     in_process = placement.engine.name == "local"
     tasks = [MemberTask(parameters.ensemble_model, str(corpus_dir.resolve()), str(run_dir.resolve()), member,
-                        parameters.max_steps, placement.devices[member], parameters.recipe_overrides or None,
+                        parameters.max_steps, placement.devices[member], parameters.member_overrides,
                         parameters.architecture_overrides or None, progress and in_process)
              for member, run_dir in enumerate(run_dirs) if not _complete(run_dir)]
     with progress_bar("training ensemble members", len(tasks), progress and not in_process) as advance:

@@ -117,7 +117,7 @@ def write_degree_table(train_source: str | Path, pool: str | Path | Sequence[str
     length. Returns counts (of all files) for the summary line.
     """
     from benchbuild.atomic import check_writable
-    from benchbuild.corpus import count_lines, read_lines
+    from benchbuild.corpus import count_lines, existing_file, read_lines
 
     engine = engine if engine is not None else LocalEngine()
     pools = [Path(pool)] if isinstance(pool, (str, os.PathLike)) else [Path(path) for path in pool]
@@ -125,7 +125,8 @@ def write_degree_table(train_source: str | Path, pool: str | Path | Sequence[str
         raise BenchbuildError("give at least one pool file")
     if out is not None:
         check_writable(Path(out), overwrite)
-    total = sum(count_lines(path) for path in pools)  # a missing pool file fails before the training corpus is read
+    existing_file(train_source)  # every input is checked before any is read, the training corpus first
+    total = sum(count_lines(path) for path in pools)
     scorer = DegreeScorer([text for _, text in read_lines(train_source, encoding_errors=encoding_errors)],
                           parameters)
     counts = {"lines": 0, "scored": 0, "dropped": 0}

@@ -103,6 +103,14 @@ class ReactParameters:
 
         return TrainingRecipe.checked_overrides(key_values(self.ensemble_set or [], "--ensemble-set"), "--ensemble-set")
 
+    @property
+    def member_overrides(self) -> dict[str, Any]:
+        """The recipe keys the members train with over the `mt` recipe: `--ensemble-set`'s, over validation by loss
+        (`validate_by = "loss"`). 001 does not say how its members' checkpoints were chosen; fairseq's default
+        (`--best-checkpoint-metric loss`) needs no decoding, where the `mt` recipe's BLEU would decode the validation
+        set with beam 5 at every validation of every member."""
+        return {"validate_by": "loss", **self.recipe_overrides}
+
     def degree(self) -> DegreeParameters:
         return DegreeParameters(lowercase=self.lowercase, tokenize=self.tokenize, lang=self.source_lang,
                                 min_word_count=self.min_word_count, min_ngram_count=self.min_ngram_count,

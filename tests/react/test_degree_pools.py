@@ -71,13 +71,14 @@ def test_a_pool_glob_matching_nothing_is_one_error_line_before_the_training_corp
     assert not (tmp_path / "degree.tsv").exists() and not (tmp_path / "degree.tsv.partial").exists()
 
 
-def test_a_missing_pool_file_among_several_is_named_before_the_training_corpus_is_read(tmp_path):
-    pool = _write(tmp_path / "pool.txt", ["a b c"])
-    done = subprocess.run([*BENCHBUILD, "degree", "--train-src", str(tmp_path / "no-such-train.txt"),
-                           "--pool", str(pool), "--pool", str(tmp_path / "missing.txt")],
+def test_a_missing_pool_file_among_several_is_named_before_anything_is_written(tmp_path):
+    train, pool = _write(tmp_path / "train.txt", TRAIN), _write(tmp_path / "pool.txt", ["a b c"])
+    done = subprocess.run([*BENCHBUILD, "degree", "--train-src", str(train), "--pool", str(pool), "--pool",
+                           str(tmp_path / "missing.txt"), "--out", str(tmp_path / "out.tsv")],
                           capture_output=True, text=True)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "missing.txt` does not exist" in done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["pool.txt", "train.txt"]
 
 
 def test_write_degree_table_takes_one_pool_path_or_several(tmp_path):

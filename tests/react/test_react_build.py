@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,9 @@ def test_build_react_end_to_end_then_resume_from_the_cache(corpus, tmp_path):
         assert expected in card, expected
     info = read_build_info(tmp_path / "react")
     assert info.parameters["sample"] == 12 and info.seed == 0
+    members = [json.loads(path.read_text()) for path in cache.rglob("run.json")]
+    assert len(members) == 3 and {member["recipe_family"] for member in members} == {"mt"}
+    assert {member["validate_by"] for member in members} == {"loss"}  # the mt recipe's BLEU would decode validation
 
     second = runner.invoke(app, _arguments(corpus, tmp_path / "react-8", cache, sample=8))
     assert second.exit_code == 0, second.output
