@@ -366,7 +366,7 @@ def train_command(
     recipe_set: Annotated[Optional[list[str]], typer.Option(
         "--set", help="Override a recipe key, KEY=VALUE (repeatable), e.g. --set eval_every=500.")] = None,
     validation_split: Annotated[Optional[str], typer.Option(
-        "--validation-split", help="Split for model selection (default: `validation`, else 10% of train held out).")] = None,
+        "--validation-split", help="Split for model selection (default: `validation`, else the recipe's held_out share of train: 10%, 20% for 002's models).")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run folder instead of resuming it.")] = False,
 ) -> None:
     """Train a zoo model on a benchmark; a re-run with the same arguments resumes from the last checkpoint."""
