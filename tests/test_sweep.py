@@ -203,3 +203,33 @@ def test_jobs_apply_to_the_local_engine_only(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["sweep", "pipelines/sweep_smoke.toml", "--engine", "dask", "--jobs", "2"],
                                 standalone_mode=False)
     assert "--jobs sizes --engine local" in str(result.exception)
+
+
+def test_status_shows_each_runs_best_validation_by_its_own_rule(tmp_path):
+    from benchbuild.sweep.spec import CONFIG_FILE, load_sweep
+    from benchbuild.sweep.state import run_state, status_table
+
+    sweep = tmp_path / "two.toml"
+    sweep.write_text(f"models = ['transformer']\nseeds = [0, 1]\nout = '{tmp_path / 'runs'}'\n[budget]\nsteps = 30\n"
+                     f"[[benchmarks]]\ndata = '{tmp_path / 'scan'}'\nname = 'scan/simple'\n", encoding="utf-8")
+    specs = load_sweep(sweep).runs
+    logs = {"loss": [{"step": 10, "validation_exact_match": 5.0, "validation_loss": 2.0, "elapsed_s": 1.0},
+                     {"step": 20, "validation_exact_match": 9.0, "validation_loss": 1.25, "elapsed_s": 2.0},
+                     {"step": 30, "validation_exact_match": 7.0, "validation_loss": 1.5, "elapsed_s": 3.0}],
+            "exact_match": [{"step": 10, "validation_exact_match": 5.0, "validation_loss": 2.0},
+                            {"step": 20, "validation_exact_match": 9.0, "validation_loss": 1.25}]}
+    for spec, rule in zip(specs, logs):
+        folder = Path(spec.folder)
+        folder.mkdir(parents=True)
+        (folder / CONFIG_FILE).write_text(json.dumps(spec.config()), encoding="utf-8")
+        (folder / "run.json").write_text(json.dumps({"step_budget": 30, "validate_by": rule}), encoding="utf-8")
+        (folder / "train_log.jsonl").write_text("".join(json.dumps(line) + "\n" for line in logs[rule]))
+    by_loss, by_exact_match = map(run_state, specs)
+    assert (by_loss.validated_by, by_loss.best_validation, by_loss.step) == ("loss", 1.25, 30)
+    assert (by_exact_match.validated_by, by_exact_match.best_validation) == ("exact_match", 9.0)
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(status_table([by_loss, by_exact_match], "two"))
+    rows = [line for line in console.export_text().splitlines() if "transformer" in line]
+    assert "loss 1.25" in rows[0] and " 9.00 " in rows[1] and "loss" not in rows[1]

@@ -16,13 +16,15 @@ METRICS_FILE = "metrics.json"
 
 @dataclass
 class RunState:
-    """One run's state and progress: step reached, budget, best validation exact match, training seconds."""
+    """One run's state and progress: step reached, budget, best validation score by the run's `validate_by`
+    (`validated_by`), training seconds."""
 
     spec: RunSpec
     state: str
     step: int = 0
     budget: int | None = None
     best_validation: float | None = None
+    validated_by: str = "exact_match"
     elapsed_s: float | None = None
     metric: float | None = None
 
@@ -45,12 +47,14 @@ def run_state(spec: RunSpec) -> RunState:
     elif any(folder.iterdir()):
         return RunState(spec, "conflict")
     run = _json(folder / "run.json") or {}
-    state = RunState(spec, "pending" if not run else "partial", budget=run.get("step_budget"))
+    state = RunState(spec, "pending" if not run else "partial", budget=run.get("step_budget"),
+                     validated_by=run.get("validate_by", "exact_match"))
+    best = min if state.validated_by == "loss" else max  # as training.validation.lower_is_better (no torch here)
     for record in _log(folder / "train_log.jsonl"):
         state.step = max(state.step, int(record.get("step", 0)))
-        if record.get("validation_exact_match") is not None:
-            value = float(record["validation_exact_match"])
-            state.best_validation = value if state.best_validation is None else max(state.best_validation, value)
+        if record.get(f"validation_{state.validated_by}") is not None:
+            value = float(record[f"validation_{state.validated_by}"])
+            state.best_validation = value if state.best_validation is None else best(state.best_validation, value)
             state.elapsed_s = record.get("elapsed_s", state.elapsed_s)
     if run.get("status") == "complete":
         metrics = _json(folder / METRICS_FILE)
@@ -92,12 +96,18 @@ def status_table(states: list[RunState], title: str):
                          else "left", overflow="fold")  # a narrow terminal wraps names, never cuts them
     for state in states:
         step = f"{state.step:,}" + (f"/{state.budget:,}" if state.budget else "")
+        validation = _number(state.best_validation)
+        if validation and state.validated_by != "exact_match":  # exact match, in percent, goes without a name
+            validation = f"{_METRIC_NAMES.get(state.validated_by, state.validated_by)} {validation}"
         table.add_row(state.spec.model, state.spec.benchmark, str(state.spec.seed), state.state, step,
-                      _number(state.best_validation), _number(state.metric),
+                      validation, _number(state.metric),
                       "" if state.eta_s is None else _duration(state.eta_s))
     counts = {name: sum(s.state == name for s in states) for name in ("done", "trained", "partial", "pending")}
     table.caption = ", ".join(f"{number} {name}" for name, number in counts.items() if number)
     return table
+
+
+_METRIC_NAMES = {"loss": "loss", "bleu": "BLEU"}
 
 
 def _number(value: float | None) -> str:
