@@ -7,7 +7,9 @@ For K members with next-token distributions p_m,t and their mean p̄_t,
 and a sentence's score is the mean of RMI_t over the tokens of the ensemble's own translation (decoded by beam
 search over p̄, then teacher-forced through every member). Sentences are batched; the members run as one
 (`torch.func.stack_module_state` + `vmap`) on a GPU, so a batch of sentences costs one launch sequence, not K;
-on CPU the members run one after another on the same sentence batch, which measured as fast.
+on CPU the members run one after another on the same sentence batch, which measured as fast. Run one after another,
+members that keep a key/value cache (the zoo's Transformers) decode incrementally: each beam-search step feeds each
+member only the newest token (`Ensemble.translate`), instead of the whole prefix.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ class Ensemble:
         self.members = [member.to(self.device).eval() for member in members]
         self.tokenizer = tokenizer
         self.size = len(self.members)
+        # Incremental decoding needs a cache per member, which stacked (vmapped) members cannot carry.
+        self.caches = all(getattr(member.config, "caches_decoder_states", False) for member in self.members)
         # Stacked (vmapped) members measured no faster than a loop over members on CPU (benchmarks/RESULTS.md);
         # on a GPU one launch for all members is the point, so that is the default there.
         self.batched = self.device.type == "cuda" if batched is None else batched
@@ -135,6 +139,27 @@ class Ensemble:
 
         return self._all_members(call, memory, shared=(attention_mask, decoder_input_ids))
 
+    @torch.no_grad()
+    def _next_log_probs(self, memory: torch.Tensor, attention_mask: torch.Tensor, prefixes: torch.Tensor,
+                        caches: list | None) -> torch.Tensor:
+        """(K, B, V) next-token log-probabilities after `prefixes`: stacked or looped members over the whole prefix,
+        or, with `caches` (one per member, filled by the previous steps, rows in the prefixes' order), each member
+        fed the newest token only."""
+        if caches is None:
+            return self.member_log_probs(memory, attention_mask, prefixes, last_only=True)[:, :, -1, :]
+        from transformers.modeling_outputs import BaseModelOutput
+
+        from benchbuild.zoo.seq2seq import CACHE_FIELD
+
+        steps = []
+        for index, member in enumerate(self.members):
+            output = member(attention_mask=attention_mask, decoder_input_ids=prefixes[:, -1:], use_cache=True,
+                            encoder_outputs=BaseModelOutput(last_hidden_state=memory[index]),
+                            past_key_values=caches[index])
+            caches[index] = getattr(output, CACHE_FIELD)
+            steps.append(torch.log_softmax(output.logits[:, -1].float(), dim=-1))
+        return torch.stack(steps)
+
     def _source_batch(self, sources: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         encoded = self.tokenizer(list(sources), return_tensors="pt", padding=True)
         return encoded["input_ids"].to(self.device), encoded["attention_mask"].to(self.device)
@@ -155,8 +180,9 @@ class Ensemble:
         scores[:, 0] = 0.0
         finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
         done = [False] * batch
+        caches = [None] * self.size if self.caches and not self.batched else None
         for step in range(max_new_tokens):
-            log_probs = mean_log_probs(self.member_log_probs(memory, mask, prefixes, last_only=True)[:, :, -1, :])
+            log_probs = mean_log_probs(self._next_log_probs(memory, mask, prefixes, caches))
             vocab = log_probs.shape[-1]
             candidates = (scores.reshape(-1, 1) + log_probs).reshape(batch, beam * vocab)
             top_scores, top_index = candidates.topk(min(2 * beam, beam * vocab), dim=-1)
@@ -186,6 +212,8 @@ class Ensemble:
                 break
             rows = torch.tensor(next_rows, device=self.device)
             prefixes = torch.cat([prefixes[rows], torch.tensor(next_tokens, device=self.device)[:, None]], dim=1)
+            for cache in caches or ():
+                cache.reorder_cache(rows)  # each row's cache follows its hypothesis
             scores = torch.tensor(next_scores, device=self.device).reshape(batch, beam)
         best = []
         for sentence in range(batch):

@@ -113,3 +113,24 @@ def test_ensemble_rmi_keeps_input_order_and_is_deterministic(tiny_members):
     assert all(value > 0 for value in first)
     single = ensemble.score([TEXTS[2]], [hypotheses[2]])
     assert single.item() == pytest.approx(first[2], abs=1e-5)
+
+
+def test_members_with_a_cache_decode_one_token_a_step_and_find_what_recomputing_the_prefix_finds(tiny_members):
+    members, tokenizer = tiny_members
+    cached = Ensemble(members, tokenizer, batched=False)
+    recomputing = Ensemble(members, tokenizer, batched=False)
+    recomputing.caches = False
+    assert cached.caches  # the zoo Transformer keeps a key/value cache
+    fed: list[int] = []
+    hooks = [member.embedding.register_forward_hook(lambda module, args, output: fed.append(args[0].size(1)))
+             for member in members]
+    try:
+        for beam in (1, 3):
+            fed.clear()
+            hypotheses = cached.translate(TEXTS, beam=beam, max_new_tokens=12)
+            decoder_inputs = [width for width in fed if width != max(len(ids) for ids in tokenizer(TEXTS)["input_ids"])]
+            assert set(decoder_inputs) == {1}  # past the encoder, every member call reads one new token
+            assert hypotheses == recomputing.translate(TEXTS, beam=beam, max_new_tokens=12)
+    finally:
+        for hook in hooks:
+            hook.remove()
