@@ -13,6 +13,7 @@ the variants; medians are printed.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import time
@@ -24,7 +25,8 @@ from benchbuild.react.uncertainty import Ensemble
 from benchbuild.training.tokenization import bpe_tokenizer
 from benchbuild.zoo.transformer import TransformerConfig, TransformerForSeq2Seq
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+# `$BENCHBUILD_SHARED/data`, else `../shared/data` beside the checkout (the tests' rule; benchmarks/gpu/run.sh sets it).
+SHARED = Path(os.environ.get("BENCHBUILD_SHARED", Path(__file__).resolve().parent.parent.parent / "shared")) / "data"
 SIZES = {"catalogue": dict(d_model=128, num_heads=8, d_ff=256, encoder_layers=3, decoder_layers=3),
          "iwslt": dict(d_model=512, num_heads=4, d_ff=1024, encoder_layers=6, decoder_layers=6)}
 

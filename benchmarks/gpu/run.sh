@@ -9,7 +9,8 @@
 #             torch stays), then this checkout (editable, no build isolation); print the versions that matter
 #   tests     pytest -m gpu tests/gpu, on the data in .gpu/data (BENCHBUILD_SHARED=.gpu, missing data fails)
 #   scan      benchmarks/gpu/scan_speed.py: SCAN simple to 99% test exact match, transformer then BART (item 2)
-#   ensemble  benchmarks/gpu/ensemble_throughput.py --profile: stacked vs member loop, bf16, % of peak (item 4)
+#   ensemble  benchmarks/gpu/ensemble_throughput.py --profile: stacked vs member loop, bf16, % of peak (item 4);
+#             benchmarks/ensemble_decode_cache.py: cached member loop vs stacked beam search
 #   react     benchmarks/gpu/react_stages.py: build-react with 10 members, wall time per stage (item 5)
 # Everything printed goes to one log: FILE, else $OUT/gpu-run.log (the device tool's output folder), else
 # .gpu/out/gpu-run.log. Extra arguments for a benchmark: GPU_SCAN_ARGS, GPU_ENSEMBLE_ARGS, GPU_REACT_ARGS (e.g.
@@ -89,6 +90,8 @@ scan() {
 ensemble() {
   # shellcheck disable=SC2086
   "$PYTHON" benchmarks/gpu/ensemble_throughput.py --profile ${GPU_ENSEMBLE_ARGS:-}
+  # Beam search: cached members one after another vs stacked (vmap) members recomputing the prefix, the GPU default.
+  "$PYTHON" benchmarks/ensemble_decode_cache.py --device cuda --members 10 --sentences 64 --size iwslt
 }
 
 react() {
