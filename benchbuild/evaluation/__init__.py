@@ -1,1 +1,2 @@
-"""Evaluation: decoding, metrics (exact match, BLEU, chrF, COMP, CTER, BLEU by degree), scoring and reports."""
+"""Evaluation: `eval` (decode with `zoo.decoding`, score), COMP, CTER, scoring and the report table; the corpus metrics
+(exact match, BLEU, chrF, BLEU by degree) are `benchbuild.metrics`."""
