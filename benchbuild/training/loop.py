@@ -248,7 +248,8 @@ def finish(run: PreparedRun) -> TrainResult:
     """Mark the run complete in `run.json` (main process) and say what it produced."""
     state = run.state
     if run.accelerator.is_main_process:
-        run.record.update({**_selection_record(state, run.recipe.validate_by), "status": "complete", "stopped_by": run.stopped_by,
+        run.record.update({**_selection_record(state, run.recipe.validate_by), "status": "complete",
+                           "stopped_by": run.stopped_by,
                            "elapsed_s": round(state.elapsed, 1)})
         write_run(run.out, run.record)
         write_model_card(run.out, run.record, run.accelerator.unwrap_model(run.network))
@@ -275,10 +276,12 @@ def _selection_record(state: TrainerState, metric: str) -> dict[str, Any]:
 
 def _check_selection(out: Path, record: dict[str, Any], recipe: TrainingRecipe) -> None:
     """A resumed run keeps its selection rule and what it compares: switching either midway would leave the root
-    holding a checkpoint that neither rule picks. A `run.json` without `select` / `validate_by` predates the key
-    (best validation / exact match) and may take any."""
+    holding a checkpoint that neither rule picks. A `run.json` without `select` predates the key and may take either
+    rule; one that validated before `validate_by` existed compared exact match, and its best scores are exact matches,
+    which another metric's scores cannot be compared with."""
+    validated_before_the_key = "selected_step" in record and "validate_by" not in record
     for key, value in (("select", recipe.select), ("validate_by", recipe.validate_by)):
-        recorded = record.get(key)
+        recorded = record.get(key, "exact_match" if key == "validate_by" and validated_before_the_key else None)
         if recorded is not None and recorded != value:
             raise BenchbuildError(f"{out} was trained with {key} = {recorded!r}, not {value!r}: resume it with "
                                   f"--set {key}={recorded}, or pass --overwrite to start again")

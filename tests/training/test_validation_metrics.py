@@ -135,3 +135,19 @@ def test_held_out_sets_the_share_of_train_that_validates_a_run(tiny_scan, tiny_m
     run = json.loads((default.run_dir / "run.json").read_text())
     assert run["validation"] == "train-heldout-10%-seed-0" and run["validation_rows"] == 12
 
+
+
+def test_a_run_that_validated_before_validate_by_existed_resumes_under_exact_match_only(tiny_scan, tiny_model,
+                                                                                           tmp_path):
+    run_dir = tmp_path / "run"
+    train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=5, overrides={"eval_every": 5})
+    run = json.loads((run_dir / "run.json").read_text())  # as an earlier benchbuild wrote it: no validate_by
+    del run["validate_by"], run["recipe"]["validate_by"]
+    (run_dir / "run.json").write_text(json.dumps(run))
+    # Its best score so far is an exact match: a loss could not be compared with it.
+    with pytest.raises(BenchbuildError, match="validate_by = 'exact_match', not 'loss'"):
+        train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=10,
+              overrides={"eval_every": 5, "validate_by": "loss"})
+    resumed = train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=10,
+                    overrides={"eval_every": 5})
+    assert resumed.resumed_from == 5
