@@ -1,4 +1,6 @@
-"""Atomic output folders: build beside the destination, then rename, so no half-written folder looks complete."""
+"""Atomic outputs: build a folder or a file beside its destination, then rename, so nothing half-written looks
+complete; files are created without following symbolic links (a link planted where benchbuild writes is replaced,
+never written through)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ import shutil
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator
+
+from benchbuild.errors import BenchbuildError
 
 
 class OutputExistsError(FileExistsError):
@@ -31,12 +35,60 @@ def _alive(pid: int) -> bool:
 
 
 def remove_abandoned(out: Path, kind: str = "partial") -> None:
-    """Delete `.{out.name}.{kind}-<pid>-…` folders left beside `out` by a build that was killed (its process no
-    longer exists); `kind` is "partial" (unfinished outputs) or "work" (builders' work folders)."""
+    """Delete `.{out.name}.{kind}-<pid>-…` folders or files left beside `out` by a build that was killed (its process
+    no longer exists); `kind` is "partial" (unfinished outputs) or "work" (builders' work folders)."""
     for leftover in out.parent.glob(f".{out.name}.{kind}-*"):
         pid = leftover.name.rsplit(f".{kind}-", 1)[1].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(leftover, ignore_errors=True)
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+
+
+def _temporary_beside(path: Path) -> Path:
+    return path.parent / f".{path.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+@contextmanager
+def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
+    """Yield a new file beside `path` open for writing (`mode` "w" or "wb"); on success it replaces `path` in one
+    rename, on failure it is removed. `path` is never opened: a symbolic link there is replaced, not written
+    through, and a killed writer leaves the old file whole (its temporary file is removed by the next writer)."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        raise BenchbuildError(f"{path} is a folder: give a file path")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned(path)
+    tmp = _temporary_beside(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    handle = os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+    try:
+        with handle:
+            yield handle
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+
+
+def write_file(path: str | Path, content: str | bytes) -> None:
+    """Replace `path` with `content` atomically, without following a symbolic link at `path`."""
+    with atomic_file(path, "wb" if isinstance(content, bytes) else "w") as handle:
+        handle.write(content)
+
+
+def append_line(path: str | Path, line: str) -> None:
+    """Append `line` (and a newline) to `path`, creating it; a symbolic link at `path` is refused, not followed."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        if Path(path).is_symlink():
+            raise BenchbuildError(f"{path} is a symbolic link: benchbuild never writes through a link in a folder "
+                                  "it owns; remove the link and rerun") from None
+        raise BenchbuildError(f"cannot write {path}: {error.strerror or error}") from None
+    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
 
 
 @contextmanager

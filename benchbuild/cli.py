@@ -19,7 +19,7 @@ from rich.console import Console
 
 from benchbuild import __version__
 from benchbuild.engine import EngineParameters, without_engine_options
-from benchbuild.errors import BenchbuildError
+from benchbuild.errors import BenchbuildError, Terminated
 from benchbuild.nounadj.parameters import NounAdjParameters
 from benchbuild.options import (DeviceOption, EncodingErrorsOption, FormatOption, OverwriteOption, key_values,
                                 with_parameters)
@@ -147,7 +147,7 @@ def _plan_recipe(recipe: Path, stack: tuple[Path, ...]) -> list[tuple[str, typer
     """Every step of `recipe` as (label, command, argv), nested recipes expanded in place after their `run` step,
     each parsed by its command without running it: unknown, missing, mistyped or out-of-range options and a
     recipe that runs itself are refused here, before any step runs."""
-    from benchbuild.recipe import load_recipe
+    from benchbuild.pipeline import load_recipe
 
     if recipe.resolve() in stack:
         raise BenchbuildError(f"{recipe} runs itself (recipes: {' -> '.join(map(str, stack))})")
@@ -573,11 +573,20 @@ def _option_dests(command) -> set[str]:
     return names
 
 
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
 def main() -> None:
-    """Console entry point: one error line on stderr and a non-zero exit, or the traceback with --debug."""
+    """Console entry point: one error line on stderr and a non-zero exit, or the traceback with --debug. Ctrl-C
+    (SIGINT) exits with 130 and SIGTERM with 143, after every `finally` has stopped children and removed temporary
+    files."""
+    import signal
+
     debug = "--debug" in sys.argv[1:]
     if debug:
         sys.argv = [sys.argv[0], *[a for a in sys.argv[1:] if a != "--debug"]]
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         result = app(standalone_mode=False)
     except typer.Exit as stop:
@@ -591,6 +600,9 @@ def main() -> None:
     except KeyboardInterrupt:
         console.print("benchbuild: interrupted", style="red")
         sys.exit(130)
+    except Terminated:
+        console.print("benchbuild: terminated", style="red")
+        sys.exit(143)
     except Exception as error:  # noqa: BLE001 - the CLI's single place that turns errors into one line
         if debug:
             raise

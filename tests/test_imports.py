@@ -44,7 +44,7 @@ def test_importing_benchbuild_only_sets_the_version(tmp_path):
 
 def test_builders_configuration_readers_and_the_command_line_load_no_model_code(tmp_path):
     statement = ("import benchbuild.nounadj.build, benchbuild.react.build, benchbuild.cli, benchbuild.toml_schema, "
-                 "benchbuild.recipe, benchbuild.cards, benchbuild.papers, benchbuild.evaluation.comp")
+                 "benchbuild.pipeline, benchbuild.cards, benchbuild.papers, benchbuild.evaluation.comp")
     assert loaded_after(statement, "-c", tmp_path) == []
 
 
