@@ -23,6 +23,7 @@ from benchbuild.errors import BenchbuildError, Terminated
 from benchbuild.nounadj.parameters import NounAdjParameters
 from benchbuild.options import (DeviceOption, EncodingErrorsOption, FormatOption, OverwriteOption, key_values,
                                 with_parameters)
+from benchbuild.outputs import check_disjoint, check_output, check_path_text, path_inputs
 from benchbuild.react.parameters import DegreeParameters, ReactParameters
 from benchbuild.report.formats import format_option
 from benchbuild.scan.parameters import ScanParameters
@@ -88,6 +89,10 @@ def build_scan_command(
 
     parameters.check()
     names = parameters.names()
+    inputs = path_inputs(parameters)
+    check_disjoint(out_dir, "--out", inputs)
+    for name in names:
+        check_output(out_dir / name, "--out", "benchmark", inputs=inputs, overwrite=True)
     kept = [] if overwrite else [name for name in names if already_built(out_dir / name, name, parameters, format)]
     todo = [name for name in names if name not in kept]
     written = [_save(benchmark, out_dir / name, format, overwrite)
@@ -168,6 +173,10 @@ def _plan_recipe(recipe: Path, stack: tuple[Path, ...]) -> list[tuple[str, typer
                 raise BenchbuildError(f"{where} has unknown option {key!r}")
         positional = frozenset(p.name for p in command.params if isinstance(p, TyperArgument))
         argv = step.argv(positional)
+        try:
+            check_no_empty_argument(argv)
+        except BenchbuildError as error:
+            raise BenchbuildError(f"{where}: {error}") from None
         values = _parse_step(command, argv, where)
         plan.append((f"{recipe} step {number}/{len(loaded.steps)}", command, argv))
         if step.command == "run":
@@ -308,13 +317,13 @@ def build_noun_adj_command(
                                               "before saving.")] = False,
 ) -> None:
     """Build the English→French noun–adjective order benchmark (Chaabouni et al. 2021, §4.2) from a parallel corpus."""
-    from benchbuild.atomic import check_writable, work_directory
+    from benchbuild.atomic import work_directory
     from benchbuild.engine import open_engine
     from benchbuild.nounadj.build import build_noun_adj
 
     parameters.check()
     parameters.check_engine(engine)
-    check_writable(out_dir, overwrite)
+    check_output(out_dir, "--out", "benchmark", inputs=path_inputs(parameters), overwrite=overwrite)
     # The large splits live in Arrow files of a work folder beside --out until the benchmark is saved.
     with work_directory(out_dir) as work:
         with open_engine(engine) as running:  # with --engine dask, its workers parse the candidate sentences
@@ -388,7 +397,8 @@ def eval_command(
     run_dir: Annotated[Path, typer.Option("--run", help="A run folder written by `benchbuild train`.")],
     data: Annotated[Path, typer.Option("--data", help="The benchmark folder to evaluate on.")],
     split: Annotated[str, typer.Option("--split", help="The split to decode and score.")] = "test",
-    beam: Annotated[int, typer.Option("--beam", min=1, help="Beam size (1: greedy).")] = 1,
+    beam: Annotated[int, typer.Option("--beam", min=1, max=256, help="Beam size (1: greedy; at most 256: memory grows "
+                                      "with the beam, and the papers use 1 to 10).")] = 1,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences decoded at once.")] = 64,
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Folder for predictions.jsonl and metrics.json "
                                                     "(default: the run folder).")] = None,
@@ -416,11 +426,16 @@ def score_command(
     out_file: Annotated[Optional[Path], typer.Option("--out", help="Also write the metrics to this JSON file.")] = None,
 ) -> None:
     """Score any system's plain-text outputs with the benchmark's metrics."""
-    from benchbuild.evaluation.scoring import score_file, write_json
+    from benchbuild.evaluation.scoring import score_file
+    from benchbuild.run_folder import write_metrics
 
+    if out_file is not None:  # a metrics file score or eval wrote is replaced; anything else is refused
+        compound_file = Path(compound) if compound and Path(compound).is_file() else None
+        check_output(out_file, "--out", "metrics", exists="continue", inputs=[
+            ("--data", data), ("--predictions", predictions), ("--lexicon", lexicon), ("--compound", compound_file)])
     metrics = score_file(data, split, predictions, lexicon=lexicon, compound=compound)
     if out_file is not None:
-        write_json(out_file, metrics)
+        write_metrics(out_file, metrics)
     out.print_json(data=metrics)
 
 
@@ -478,6 +493,9 @@ def degree_command(
     parameters.check()
     engine.check()
     pools = [path for pattern in pool for path in expand_glob(pattern, "--pool")]
+    if out_file is not None:
+        check_output(out_file, "--out", "degree", overwrite=overwrite,
+                     inputs=[("--train-src", train_src), *(("--pool", path) for path in pools)])
     with open_engine(engine) as running:  # with --engine dask, its workers score the pool's shards
         counts = write_degree_table(train_src, pools, out_file, parameters, overwrite=overwrite, progress=True,
                                     encoding_errors=encoding_errors, engine=running)
@@ -496,14 +514,19 @@ def build_react_command(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Build ReaCT (001 §4): compositional degree, then a model ensemble's reverse mutual information."""
-    from benchbuild.atomic import check_writable
     from benchbuild.engine import open_engine
     from benchbuild.react.build import build_react, engine_gpus
     from benchbuild.react.cache import StageCache
 
     parameters.check()
     parameters.check_engine(engine)
-    check_writable(out_dir, overwrite)
+    # The stage cache and the members' folder are outputs too: apart from the inputs and from --out.
+    inputs = path_inputs(parameters, skip=("cache_dir", "ensemble_dir"))
+    side_outputs = [("--cache-dir", parameters.cache_dir), ("--ensemble-dir", parameters.ensemble_dir)]
+    check_output(out_dir, "--out", "benchmark", inputs=inputs + side_outputs, overwrite=overwrite)
+    for option, folder in side_outputs:
+        if folder is not None:
+            check_disjoint(folder, option, inputs)
     cache = StageCache(parameters.cache_dir)
     # The engine starts (or joins its scheduler) before the first stage: an unreachable cluster fails here.
     with open_engine(engine, gpus=engine_gpus(parameters, engine)) as running:
@@ -573,6 +596,17 @@ def _option_dests(command) -> set[str]:
     return names
 
 
+def check_no_empty_argument(argv: list[str] | tuple[str, ...]) -> None:
+    """Refuse an empty option value or argument (`--out ""`, `--out=`): an unset shell variable, which a path option
+    would read as the current folder."""
+    for position, argument in enumerate(argv):
+        if argument.startswith("--") and argument.endswith("=") and len(argument) > 3:
+            check_path_text("", argument[:-1])
+        if not argument.strip():
+            previous = argv[position - 1] if position else ""
+            check_path_text(argument, previous if previous.startswith("-") else f"argument {position}")
+
+
 def _terminate(signum, frame) -> None:
     raise Terminated()
 
@@ -588,6 +622,7 @@ def main() -> None:
         sys.argv = [sys.argv[0], *[a for a in sys.argv[1:] if a != "--debug"]]
     signal.signal(signal.SIGTERM, _terminate)
     try:
+        check_no_empty_argument(sys.argv[1:])
         result = app(standalone_mode=False)
     except typer.Exit as stop:
         sys.exit(stop.exit_code)
@@ -613,6 +648,8 @@ def main() -> None:
 
 def _one_line(error: BaseException) -> str:
     message = str(error) or error.__class__.__name__
-    if not isinstance(error, (BenchbuildError, FileNotFoundError, FileExistsError, ValueError)):
+    if isinstance(error, OSError) and error.filename is not None and error.strerror:
+        message = f"{error.filename}: {error.strerror}"  # an unwritable folder, a full disk: the path and why
+    elif not isinstance(error, (BenchbuildError, FileNotFoundError, FileExistsError, ValueError)):
         message = f"{error.__class__.__name__}: {message}"
     return " ".join(message.split()) + " (rerun with --debug for the traceback)"

@@ -90,17 +90,20 @@ def is_metrics_file(path: Path) -> bool:
     return isinstance(value, dict) and "benchmark" in value and "split" in value
 
 
-REPORT_MARK = "written by benchbuild report"
+# How each report format begins (the html: its generator tag, within its head).
+REPORT_SIGNATURES = {".md": "| model | benchmark |", ".csv": "model,benchmark,split,metric,",
+                     ".tex": "% Written by `benchbuild report`", ".html": '<meta name="generator" content="benchbuild report">'}
 
 
 def is_report_file(path: Path) -> bool:
-    """A file `report` wrote: it carries `REPORT_MARK` in its first lines (the csv: its header)."""
+    """A file `report` wrote, recognised by how its format begins (`REPORT_SIGNATURES`)."""
+    signature = REPORT_SIGNATURES.get(path.suffix)
     try:
         with open(path, encoding="utf-8") as handle:
-            head = handle.read(2048)
+            head = handle.read(1024)
     except (OSError, UnicodeDecodeError):
         return False
-    return REPORT_MARK in head or (path.suffix == ".csv" and head.startswith("model,"))
+    return signature is not None and (head.startswith(signature) if path.suffix != ".html" else signature in head)
 
 
 def is_report_figures(path: Path) -> bool:
@@ -162,6 +165,7 @@ def check_output(out: Path, option: str, kind: str, *, inputs: Iterable[tuple[st
         raise BenchbuildError(f"{option} {out} is a symbolic link (to {os.readlink(out)}): benchbuild never writes "
                               "through a link; give the real path")
     if not out.exists():
+        _check_creatable(out, option)
         return
     description, owned = OWNERS[kind]
     if exists == "refuse" and not overwrite:
@@ -170,6 +174,17 @@ def check_output(out: Path, option: str, kind: str, *, inputs: Iterable[tuple[st
         return
     raise BenchbuildError(f"{option} {out} exists and is not {description}: it is {_describe(out)}; benchbuild "
                           f"replaces only what it wrote, so choose another {option}")
+
+
+def _check_creatable(out: Path, option: str) -> None:
+    """The nearest existing folder above a new output is a folder this process may write in."""
+    parent = Path(os.path.abspath(out)).parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise BenchbuildError(f"{option} {out}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BenchbuildError(f"{option} {out}: cannot write in {parent} (permission denied)")
 
 
 # Files other benchbuild commands put in a run folder before training starts (`sweep` records the run's

@@ -81,3 +81,11 @@ def selection_rule(recipe: Mapping[str, Any]) -> str:
     """A catalogue recipe's checkpoint selection in words: `last`, or `best_validation by <validate_by>`."""
     select = recipe.get("select", "best_validation")
     return select if select == "last" else f"{select} by {recipe.get('validate_by', 'exact_match')}"
+
+
+def reported_on(reported: str, benchmark_family: str, benchmark_name: str, splits: Iterable[str] = ()) -> bool:
+    """Whether a `[[reported]]` row's `benchmark` names this built benchmark: the family alone (`nounadj`), the family
+    and the benchmark's name (`scan/addprim_jump` for the folder `build-scan` names `scan/addprim_jump`), or the family
+    and one of its splits (`react/cg_test`)."""
+    family, _, rest = reported.partition("/")
+    return family == benchmark_family and (not rest or rest == benchmark_name.split("/")[-1] or rest in set(splits))

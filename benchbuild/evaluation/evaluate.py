@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from benchbuild.benchmark import read_build_info
 from benchbuild.device import resolve_device
 from benchbuild.errors import BenchbuildError
-from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_rows, write_json
-from benchbuild.training.run_folder import load_model, read_run
+from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_rows
+from benchbuild.outputs import CLAIM_FILES, check_disjoint, is_metrics_file
+from benchbuild.run_folder import (CHECKPOINTS_DIR, METRICS_FILE, PREDICTIONS_FILE, check_result, claim, read_run,
+                                   write_metrics, write_predictions)
+from benchbuild.training.run_folder import load_model
 from benchbuild.zoo.decoding import decoding_limit, generate_predictions
 
-PREDICTIONS_FILE = "predictions.jsonl"
-METRICS_FILE = "metrics.json"
+# Wider beams cost memory in proportion (a million-wide beam asks for tens of GB before the first step); the papers
+# decode with beams of 1 to 10.
+MAX_BEAM = 256
 
 
 def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", beam: int = 1, batch_size: int = 64,
@@ -33,9 +37,16 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     transformers_logging.disable_progress_bar()
     zoo.register()
     run_dir = Path(run_dir)
+    if not 1 <= beam <= MAX_BEAM:
+        raise BenchbuildError(f"--beam must be between 1 and {MAX_BEAM}; got {beam} (memory grows with the beam; "
+                              "the papers use 1 to 10)")
     run = read_run(run_dir)
+    check_result(run_dir, run)
+    read_build_info(data)  # --data is a benchmark folder: checked before the model loads
     if not (run_dir / "config.json").is_file():
         raise BenchbuildError(f"{run_dir} holds no selected checkpoint yet (no config.json): train it first")
+    destination = Path(out) if out is not None else run_dir
+    check_evaluation_output(destination, run_dir, Path(data), lexicon, compound)
     rows = split_rows(data, split)
     # CTER's inputs are checked before the long decoding, so a wrong path fails at once.
     compounds = read_compounds(compound, rows) if lexicon is not None else None
@@ -54,16 +65,42 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
         "benchmark_path": str(Path(data).resolve()), "split": split, "beam": beam, "max_new_tokens": limit,
         **scores,
     }
-    destination = Path(out) if out is not None else run_dir
-    destination.mkdir(parents=True, exist_ok=True)
-    # A killed evaluation leaves neither file half written, nor new predictions beside an older metrics.json.
-    (destination / METRICS_FILE).unlink(missing_ok=True)
-    partial = destination / (PREDICTIONS_FILE + ".partial")
-    with open(partial, "w", encoding="utf-8") as handle:
-        for row, prediction in zip(rows, predictions):
-            record = {"id": row.get("id"), "source": row["source"], "target": row["target"], "prediction": prediction,
-                      "correct": " ".join(prediction.split()) == " ".join(row["target"].split())}
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    partial.replace(destination / PREDICTIONS_FILE)
-    write_json(destination / METRICS_FILE, result)
+    with claim(destination):
+        # A killed evaluation leaves neither file half written, nor new predictions beside an older metrics.json.
+        if (destination / METRICS_FILE).is_file():
+            (destination / METRICS_FILE).unlink()
+        write_predictions(destination, (
+            {"id": row.get("id"), "source": row["source"], "target": row["target"], "prediction": prediction,
+             "correct": " ".join(prediction.split()) == " ".join(row["target"].split())}
+            for row, prediction in zip(rows, predictions)))
+        write_metrics(destination / METRICS_FILE, result)
     return result
+
+
+def check_evaluation_output(destination: Path, run_dir: Path, data: Path, lexicon: str | Path | None,
+                            compound: str | None) -> None:
+    """Where an evaluation writes: the run folder, or an `--out` folder (inside the run folder or elsewhere) that is
+    new or holds only an earlier evaluation's files; never the benchmark, the lexicon or the compound file, nor a
+    folder holding the run."""
+    inputs = [("--data", data), ("--lexicon", Path(lexicon) if lexicon else None),
+              ("--compound", Path(compound) if compound and Path(compound).is_file() else None)]
+    same = destination.resolve() == run_dir.resolve()
+    check_disjoint(destination, "--run" if same else "--out", inputs)
+    if same:
+        return
+    if run_dir.resolve().is_relative_to(destination.resolve()):
+        raise BenchbuildError(f"--out {destination} holds the run folder {run_dir}: choose a folder for the "
+                              "evaluation's files inside it or elsewhere")
+    if destination.resolve().is_relative_to((run_dir / CHECKPOINTS_DIR).resolve()):
+        raise BenchbuildError(f"--out {destination} lies in the run's checkpoints: choose another folder")
+    if destination.is_symlink() or (destination.exists() and not destination.is_dir()):
+        raise BenchbuildError(f"--out {destination} exists and is not a folder: give a folder for "
+                              f"{PREDICTIONS_FILE} and {METRICS_FILE}")
+    if destination.is_dir():
+        ours = {PREDICTIONS_FILE, METRICS_FILE, *CLAIM_FILES}
+        foreign = sorted(entry.name for entry in destination.iterdir() if entry.name not in ours)
+        metrics = destination / METRICS_FILE
+        if foreign or (metrics.exists() and not is_metrics_file(metrics)):
+            raise BenchbuildError(f"--out {destination} holds files that are not an evaluation's "
+                                  f"({', '.join(foreign[:5]) or METRICS_FILE}): benchbuild replaces only what it "
+                                  "wrote; choose a new folder")

@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.papers import selection_rule
-from benchbuild.training.recipe import reported_on
-from benchbuild.training.run_folder import CHECKPOINTS_DIR, read_run
+from benchbuild.papers import reported_on, selection_rule
+from benchbuild.run_folder import METRICS_FILE, metrics_files, read_metrics, read_run
 
-METRICS_FILE = "metrics.json"
 COLUMNS = ("model", "benchmark", "split", "metric", "runs", "seeds", "mean", "standard_error", "paper", "paper_source",
            "select")
 
@@ -72,13 +69,6 @@ def headline_metrics(metrics: dict[str, Any]) -> dict[str, float]:
     return {key: float(value) for key, value in numbers.items() if value is not None}
 
 
-def metrics_files(run_dir: Path) -> list[Path]:
-    """`metrics.json` of the run folder and of its direct subfolders (evaluations written with `--out RUN/sub`)."""
-    found = [run_dir / METRICS_FILE] if (run_dir / METRICS_FILE).is_file() else []
-    found += sorted(path for path in run_dir.glob(f"*/{METRICS_FILE}") if path.parent.name != CHECKPOINTS_DIR)
-    return found
-
-
 def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
     """Group every evaluation of the given runs by model, benchmark, split and metric."""
     groups: dict[tuple[str, str, str, str], ReportRow] = {}
@@ -92,7 +82,7 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
         if model not in reported_cache:
             reported_cache[model] = _reported(run)
         for path in files:
-            metrics = json.loads(path.read_text(encoding="utf-8"))
+            metrics = read_metrics(path)
             benchmark, split = str(metrics.get("benchmark")), str(metrics.get("split"))
             for metric, value in headline_metrics(metrics).items():
                 key = (model, benchmark, split, metric)

@@ -5,7 +5,6 @@ Used by `benchbuild eval` (predictions of a trained run) and `benchbuild score` 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -77,10 +76,3 @@ def benchmark_label(data: str | Path) -> str:
     """`family/name` of a benchmark folder, as the catalogue's `[[reported]]` tables name it (`scan/simple`)."""
     info = read_build_info(data)
     return info.name if info.name.startswith(info.family + "/") else f"{info.family}/{info.name}"
-
-
-def write_json(path: Path, value: Any) -> None:
-    """Write `path` in one rename: a killed evaluation never leaves a half-written metrics file."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    partial.replace(path)

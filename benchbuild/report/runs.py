@@ -10,11 +10,9 @@ from typing import Any, Sequence
 
 from benchbuild.benchmark import read_build_info
 from benchbuild.errors import BenchbuildError
-from benchbuild.evaluation.evaluate import PREDICTIONS_FILE
-from benchbuild.evaluation.report import metrics_files
 from benchbuild.evaluation.scoring import benchmark_label, split_rows
 from benchbuild.papers import selection_rule
-from benchbuild.training.run_folder import LOG_FILE, read_run
+from benchbuild.run_folder import PREDICTIONS_FILE, metrics_files, read_log, read_metrics, read_run
 
 
 @dataclass(frozen=True)
@@ -117,20 +115,15 @@ def read_runs(run_dirs: Sequence[str | Path]) -> list[RunSummary]:
     summaries = []
     for folder in map(Path, run_dirs):
         record = read_run(folder)
-        evaluations = tuple(Evaluation(path, json.loads(path.read_text(encoding="utf-8")))
-                            for path in metrics_files(folder))
+        evaluations = tuple(Evaluation(path, read_metrics(path)) for path in metrics_files(folder))
         summaries.append(RunSummary(folder, record, read_validations(folder), evaluations))
     return summaries
 
 
 def read_validations(folder: Path) -> tuple[Validation, ...]:
     """The validation lines of a run's `train_log.jsonl`, in step order (none without the log)."""
-    path = folder / LOG_FILE
-    if not path.is_file():
-        return ()
     found = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line) if line.strip() else {}
+    for record in read_log(folder):
         if "validation_exact_match" in record:
             elapsed = record.get("elapsed_s")
             found.append(Validation(int(record["step"]), float(record["validation_exact_match"]),

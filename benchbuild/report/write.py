@@ -4,10 +4,12 @@ saying what is missing instead of failing."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from benchbuild.atomic import work_directory
 from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.report import ReportRow, build_report, csv_table, markdown_table
 from benchbuild.report import analyses, figures
@@ -32,46 +34,109 @@ def output_path(prefix: Path, suffix: str) -> Path:
 
 def write_report(run_dirs: Sequence[str | Path], prefix: str | Path, formats: Sequence[str] = FORMATS,
                  data_dirs: Sequence[str | Path] = ()) -> Report:
-    """Write the asked formats under `prefix`; the figures are drawn for `tex` (PDFs) and `html` (PNGs)."""
+    """Write the asked formats under `prefix`; the figures are drawn for `tex` (PDFs) and `html` (PNGs).
+
+    Everything is written beside the outputs first and moved into place at the end, so a killed report leaves the
+    old report whole (its page and its figures); an existing output is replaced only when a report wrote it. A run
+    folder given twice counts once; a failed run (its loss diverged) is left out with a note."""
+    prefix = Path(prefix)
+    targets = check_report_outputs(prefix, formats, [*run_dirs, *data_dirs])
     folders = BenchmarkFolders(data_dirs)
+    run_dirs, notes = usable_runs(run_dirs)
     runs = read_runs(run_dirs)
     evaluated = [run for run in runs if run.evaluations]
     if not evaluated:
         raise BenchbuildError(f"{runs[0].folder} has no metrics.json: run `benchbuild eval --run {runs[0].folder}` "
                               "first" if len(runs) == 1 else "none of the run folders has a metrics.json: run "
                               "`benchbuild eval --run RUN_DIR` on them first")
-    report = Report(rows=build_report([run.folder for run in evaluated]))
+    report = Report(rows=build_report([run.folder for run in evaluated]), notes=notes)
     report.notes += missing_pieces(runs, report.rows)
-    prefix = Path(prefix)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    if "tex" in formats or "html" in formats:
-        figure_folder = FigureFolder(output_path(prefix, "_files"))
-        for stale in [*figure_folder.folder.glob("*.png"), *figure_folder.folder.glob("*.pdf")]:
-            stale.unlink()
-        drawn, notes = draw_figures(report.rows, runs, folders, data_dirs, figure_folder)
-        report.figures += drawn
-        report.notes += notes
-    if "md" in formats:
-        notes = "".join(f"- {note}\n" for note in report.notes)
-        _write(report, output_path(prefix, ".md"), markdown_table(report.rows)
-               + (f"\n## What is missing\n\n{notes}" if notes else ""))
-    if "csv" in formats:
-        _write(report, output_path(prefix, ".csv"), csv_table(report.rows))
-    if "tex" in formats:
-        from benchbuild.report.latex import latex_table
+    with work_directory(prefix) as stage:
+        staged: list[tuple[Path, Path]] = []  # (written in the stage, its place)
+        if "tex" in formats or "html" in formats:
+            figure_folder = FigureFolder(stage / "figures")
+            drawn, notes = draw_figures(report.rows, runs, folders, data_dirs, figure_folder)
+            final = targets["figures"]
+            report.figures += [dataclasses.replace(figure, png=final / figure.png.name, pdf=final / figure.pdf.name)
+                               for figure in drawn]
+            report.notes += notes
+            staged.append((figure_folder.folder, final))
+        texts = {}
+        if "md" in formats:
+            notes = "".join(f"- {note}\n" for note in report.notes)
+            texts["md"] = markdown_table(report.rows) + (f"\n## What is missing\n\n{notes}" if notes else "")
+        if "csv" in formats:
+            texts["csv"] = csv_table(report.rows)
+        if "tex" in formats:
+            from benchbuild.report.latex import latex_table
 
-        _write(report, output_path(prefix, ".tex"), latex_table(report.rows))
-    if "html" in formats:
-        from benchbuild.report.html import render_page
+            texts["tex"] = latex_table(report.rows)
+        if "html" in formats:
+            from benchbuild.report.html import render_page
 
-        page = output_path(prefix, ".html")
-        _write(report, page, render_page(report.rows, runs, report.figures, report.notes, page))
+            texts["html"] = render_page(report.rows, runs, report.figures, report.notes, targets["html"])
+        for name, text in texts.items():
+            (stage / name).write_text(text, encoding="utf-8")
+            staged.append((stage / name, targets[name]))
+            report.files.append(targets[name])
+        _move_into_place(staged)
     return report
 
 
-def _write(report: Report, path: Path, text: str) -> None:
-    path.write_text(text, encoding="utf-8")
-    report.files.append(path)
+def check_report_outputs(prefix: Path, formats: Sequence[str], inputs: Sequence[str | Path]) -> dict[str, Path]:
+    """The report's output paths by format (and `figures`: `PREFIX_files/`), each checked before any work: none is
+    an input, and an existing one is replaced only when a report wrote it."""
+    from benchbuild.outputs import check_output, check_path_text
+
+    check_path_text(str(prefix), "--out")
+    if prefix.name in ("", ".", ".."):
+        raise BenchbuildError(f"--out {prefix} must name a file prefix (e.g. runs/report), not a folder")
+    targets = {name: output_path(prefix, f".{name}") for name in formats}
+    if "tex" in formats or "html" in formats:
+        targets["figures"] = output_path(prefix, "_files")
+    given = [("a run folder or --data", Path(path)) for path in inputs]
+    for name, path in targets.items():
+        check_output(path, "--out", "figures" if name == "figures" else "report", inputs=given, overwrite=True)
+    return targets
+
+
+def usable_runs(run_dirs: Sequence[str | Path]) -> tuple[list[Path], list[str]]:
+    """The run folders to report, each once (a folder named twice, or by two paths, is one run), less failed runs;
+    and a note for each left out."""
+    from benchbuild.run_folder import read_run
+
+    kept, seen, notes = [], {}, []
+    for folder in map(Path, run_dirs):
+        key = folder.resolve()
+        if key in seen:
+            notes.append(f"{folder} was given twice (as {seen[key]}): counted once")
+            continue
+        seen[key] = folder
+        run = read_run(folder)
+        if run.get("status") == "failed":
+            notes.append(f"{folder} is left out: it failed at step {run.get('failed_at_step')} ({run.get('failure')})")
+            continue
+        kept.append(folder)
+    if not kept:
+        raise BenchbuildError("every run folder given failed: " + "; ".join(notes))
+    return kept, notes
+
+
+def _move_into_place(staged: list[tuple[Path, Path]]) -> None:
+    """Rename each staged output over its place: the figure folder (the old one set aside, then removed) first, so a
+    page never links to figures that are not there yet."""
+    import os
+    import shutil
+
+    for written, place in staged:
+        if written.is_dir():
+            aside = place.with_name(f".{place.name}.replaced-{os.getpid()}")
+            if place.exists():
+                os.replace(place, aside)
+            os.replace(written, place)
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            os.replace(written, place)
 
 
 def missing_pieces(runs: Sequence[RunSummary], rows: Sequence[ReportRow]) -> list[str]:

@@ -3,7 +3,7 @@
 `train` prepares a run (checks its arguments, opens or resumes its run folder, builds the tokenizer, model and
 optimizer), then steps, validating and checkpointing every `eval_every` steps. Re-running a killed run with the same
 arguments resumes from its last checkpoint and reproduces the uninterrupted loss curve: batches are a pure function
-of (seed, step) (`batching`), and every random state that changes during training is checkpointed (`run_folder`).
+of (seed, step) (`batching`), and every random state that changes during training is checkpointed (`checkpoints`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import EncodedSplit, batch_indices, by_length, collate, encode_rows, micro_batches
 from benchbuild.training.model_card import write_model_card
 from benchbuild.training.recipe import TrainingRecipe, default_recipe, resolve_recipe
-from benchbuild.training.run_folder import (TrainerState, append_log, latest_checkpoint, load_model, open_run,
-                                            restore_checkpoint, save_checkpoint, truncate_log, write_run)
+from benchbuild.outputs import check_output
+from benchbuild.run_folder import append_log, claim, mark_failed, open_run, truncate_log, write_run
+from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
+from benchbuild.training.run_folder import load_model
 from benchbuild.training.tokenization import build_tokenizer
 from benchbuild.training.validation import lower_is_better, split_validation, validation_scores
 from benchbuild.zoo.recipe import Selection
@@ -100,21 +102,57 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     else the benchmark family's); `overrides` update recipe keys and `architecture_overrides` the model's
     architecture kwargs. The run folder's README.md is its model card (`model_card`).
     """
-    run = prepare(model, data, out, RunOptions(
-        seed=seed, max_steps=max_steps, max_minutes=max_minutes, device=device, recipe=recipe, overrides=overrides,
-        architecture_overrides=architecture_overrides, validation_split=validation_split, progress=progress,
-        overwrite=overwrite))
-    with _StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance:
-        while run.state.step < run.budget:
-            step(run)
-            out_of_time = _out_of_time(run)
-            if run.state.step % run.recipe.eval_every == 0 or run.state.step == run.budget or out_of_time:
-                validate_and_checkpoint(run)
-            advance(training_status(run))
-            if out_of_time:
-                run.stopped_by = "time budget"
-                break
-    return finish(run)
+    options = RunOptions(seed=seed, max_steps=max_steps, max_minutes=max_minutes, device=device, recipe=recipe,
+                         overrides=overrides, architecture_overrides=architecture_overrides,
+                         validation_split=validation_split, progress=progress, overwrite=overwrite)
+    check_run_paths(model, data, out)
+    with _claimed(Path(out)):
+        run = prepare(model, data, out, options)
+        with _StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance:
+            while run.state.step < run.budget:
+                step(run)
+                out_of_time = _out_of_time(run)
+                if run.state.step % run.recipe.eval_every == 0 or run.state.step == run.budget or out_of_time:
+                    validate_and_checkpoint(run)
+                advance(training_status(run))
+                if out_of_time:
+                    run.stopped_by = "time budget"
+                    break
+        return finish(run)
+
+
+def check_run_paths(model: str | Path, data: str | Path, out: str | Path) -> None:
+    """The run folder `out` is not, holds nothing of, and does not lie in the benchmark `data` or a model file, and
+    is a run folder (or new): checked before anything is loaded."""
+    model_file = Path(model) if str(model).endswith(".toml") else None
+    check_output(Path(out), "--out", "run", inputs=[("--data", Path(data)), ("--model", model_file)],
+                 exists="continue")
+
+
+@contextlib.contextmanager
+def _claimed(out: Path):
+    """Hold the run folder for this process (under `accelerate launch`, the main process only); a run that fails
+    before it wrote anything leaves no folder behind that would block the corrected rerun."""
+    import os
+
+    from benchbuild.outputs import CLAIM_FILES
+
+    main_process = os.environ.get("RANK", "0") == "0"
+    if not main_process:
+        yield
+        return
+    new = not out.exists()
+    lock = claim(out)
+    with lock:
+        try:
+            yield
+        except BaseException:
+            if new and out.is_dir() and all(entry.name in CLAIM_FILES for entry in out.iterdir()):
+                lock.release()
+                for entry in out.iterdir():
+                    entry.unlink()
+                out.rmdir()
+            raise
 
 
 def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOptions) -> PreparedRun:
@@ -208,6 +246,8 @@ def step(run: PreparedRun) -> float:
     run.optimizer.zero_grad(set_to_none=True)
     run.state.step += 1
     last_loss = accelerator.reduce(loss.detach(), "sum").item()
+    if not math.isfinite(last_loss):
+        _diverged(run, last_loss)
     run.window.append(last_loss)
     log_every = max(1, training_recipe.eval_every // 10)
     if accelerator.is_main_process and (run.state.step % log_every == 0 or run.state.step == run.budget):
@@ -215,6 +255,16 @@ def step(run: PreparedRun) -> float:
         append_log(run.out, {"step": run.state.step, "loss": run.logged_loss[0], "lr": learning_rate})
         run.window = []
     return last_loss
+
+
+def _diverged(run: PreparedRun, loss: float) -> None:
+    """A non-finite loss ends the run: `run.json` says `failed` at this step (never reported as a result) and the
+    user is told what to change."""
+    reason = f"the training loss became {loss} at step {run.state.step}"
+    if run.accelerator.is_main_process:
+        mark_failed(run.out, run.record, run.state.step, reason)
+    raise BenchbuildError(f"{run.out}: {reason}; the run is marked failed and its checkpoints are kept. Lower the "
+                          "learning rate (--set learning_rate=...) and rerun with --overwrite")
 
 
 def validate_and_checkpoint(run: PreparedRun) -> None:

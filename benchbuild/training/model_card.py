@@ -28,7 +28,7 @@ def render_model_card(record: Mapping[str, Any], parameters: int, vocabulary: in
     """The card of a run: `record` is its run.json, `entry` its catalogue entry (None when it cannot be read any
     more: the card then names the model without its paper's numbers)."""
     from benchbuild.cards import card_template
-    from benchbuild.training.recipe import reported_on
+    from benchbuild.papers import reported_on
 
     benchmark = record["benchmark"]
     recipe_name = record["recipe_family"]

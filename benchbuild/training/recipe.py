@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.papers import reported_on
 from benchbuild.toml_schema import check_table, from_table
 from benchbuild.zoo.recipe import RECIPE_FAMILIES, TrainingRecipe
 
@@ -27,14 +28,6 @@ def default_recipe(recipes: Mapping[str, Any], reported: Iterable[Mapping[str, A
         if row.get("recipe") and reported_on(str(row["benchmark"]), benchmark_family, benchmark_name, splits):
             return str(row["recipe"])
     return benchmark_family if benchmark_family in recipes else recipe_family_for(benchmark_family)
-
-
-def reported_on(reported: str, benchmark_family: str, benchmark_name: str, splits: Iterable[str] = ()) -> bool:
-    """Whether a `[[reported]]` row's `benchmark` names this built benchmark: the family alone (`nounadj`), the family
-    and the benchmark's name (`scan/addprim_jump` for the folder `build-scan` names `scan/addprim_jump`), or the family
-    and one of its splits (`react/cg_test`)."""
-    family, _, rest = reported.partition("/")
-    return family == benchmark_family and (not rest or rest == benchmark_name.split("/")[-1] or rest in set(splits))
 
 
 def resolve_recipe(recipes: Mapping[str, Mapping[str, Any]], family: str, overrides: Mapping[str, Any] | None = None,

@@ -17,7 +17,7 @@ def test_importing_every_training_module_loads_no_evaluation_module():
             "    importlib.import_module(f'benchbuild.training.{module.name}')\n"
             "print(*sorted(name for name in sys.modules if name.startswith('benchbuild.')), sep='\\n')")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert {"benchbuild.training.loop", "benchbuild.training.run_folder", "benchbuild.training.batching"} <= set(loaded)
+    assert {"benchbuild.training.loop", "benchbuild.training.checkpoints", "benchbuild.training.batching"} <= set(loaded)
     assert [name for name in loaded if name.startswith("benchbuild.evaluation")] == []
 
 
