@@ -1,0 +1,71 @@
+"""A report never loses the old one or a user's file: a killed `report` leaves the old page and its figures whole, an
+existing file is replaced only when a report wrote it, and a report never lands in its inputs (real runs, a real
+SIGKILL)."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.shared
+
+BENCHBUILD = str(Path(sys.executable).parent / "benchbuild")
+
+
+def _snapshot(paths) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths if p.is_file()}
+
+
+def _report(*arguments) -> list[str]:
+    return [BENCHBUILD, "report", *map(str, arguments)]
+
+
+def test_a_killed_report_leaves_the_old_page_and_its_figures_whole(trained_runs, tmp_path):
+    prefix = tmp_path / "report"
+    runs = [*trained_runs.transformer_scan, trained_runs.transformer_react]
+    first = subprocess.run(_report(*runs, "--out", prefix, "--data", trained_runs.scan), capture_output=True,
+                           text=True)
+    assert first.returncode == 0, first.stderr
+    old = _snapshot([*tmp_path.glob("report.*"), *(tmp_path / "report_files").iterdir()])
+    assert any(name.endswith(".png") for name in old) and any(name.endswith(".html") for name in old)
+    killed = subprocess.Popen(_report(*runs, "--out", prefix, "--data", trained_runs.scan),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(3000):  # until it works beside the report, drawing the new figures
+            if list(tmp_path.glob(".report.work-*/figures/*.png")) or killed.poll() is not None:
+                break
+            time.sleep(0.01)
+    finally:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+    assert killed.returncode == -signal.SIGKILL, "the report ended before it could be killed"
+    assert _snapshot([*tmp_path.glob("report.*"), *(tmp_path / "report_files").iterdir()]) == old
+    rerun = subprocess.run(_report(*runs, "--out", prefix, "--data", trained_runs.scan), capture_output=True,
+                           text=True)
+    assert rerun.returncode == 0, rerun.stderr  # the killed one's work folder blocks nothing
+    assert not list(tmp_path.glob(".report.*"))
+
+
+def test_a_report_never_replaces_a_file_it_did_not_write(trained_runs, tmp_path):
+    notes = tmp_path / "results.md"
+    notes.write_text("# my results, by hand\n")
+    done = subprocess.run(_report(trained_runs.transformer_scan[0], "--out", tmp_path / "results"),
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "is not a report file benchbuild wrote" in done.stderr, done.stderr
+    assert notes.read_text() == "# my results, by hand\n"
+    assert not (tmp_path / "results.html").exists()  # refused before anything was written
+
+
+def test_a_report_is_never_written_into_a_run_folder_it_reads(trained_runs, tmp_path):
+    run = Path(shutil.copytree(trained_runs.transformer_scan[0], tmp_path / "run"))
+    before = _snapshot(run.rglob("*"))
+    done = subprocess.run(_report(run, "--out", run / "checkpoints"), capture_output=True, text=True)
+    assert done.returncode == 1 and "lies inside the command's input" in done.stderr, done.stderr
+    assert _snapshot(run.rglob("*")) == before
