@@ -305,7 +305,7 @@ def _train_ensemble(folder: Path, corpora: dict[str, Corpus], parameters: ReactP
 
 
 def _complete(run_dir: Path) -> bool:
-    from benchbuild.training.run_folder import RUN_FILE, read_run
+    from benchbuild.run_folder import RUN_FILE, read_run
 
     return (run_dir / RUN_FILE).is_file() and read_run(run_dir).get("status") == "complete"
 
@@ -334,7 +334,7 @@ def score_batch(batch: ScoringBatch) -> list[float]:
 
 
 def _stamp(run_dir: str) -> tuple[int, int]:
-    from benchbuild.training.run_folder import RUN_FILE
+    from benchbuild.run_folder import RUN_FILE
 
     status = (Path(run_dir) / RUN_FILE).stat()
     return status.st_mtime_ns, status.st_size
