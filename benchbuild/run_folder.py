@@ -106,6 +106,21 @@ def check_result(run_dir: Path, run: dict[str, Any]) -> None:
                               "no result to evaluate or report; retrain it (benchbuild train ... --overwrite)")
 
 
+def save_pretrained(out: Path, *savables: Any) -> None:
+    """Save a model and/or tokenizer (`save_pretrained`) at the run folder's root: written into a folder beside the
+    files and renamed over them one by one, so a link planted at `model.safetensors` (say) is replaced, never
+    written through, and a kill leaves each file old or new, never half written."""
+    import os
+
+    from benchbuild.atomic import work_directory
+
+    with work_directory(Path(out) / "selected") as staged:
+        for savable in savables:
+            savable.save_pretrained(staged)
+        for written in sorted(staged.iterdir()):
+            os.replace(written, Path(out) / written.name)
+
+
 def append_log(out: Path, record: dict[str, Any]) -> None:
     """Add one record to the run's `train_log.jsonl` (never through a link)."""
     append_line(Path(out) / LOG_FILE, json.dumps(record))

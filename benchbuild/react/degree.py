@@ -13,11 +13,12 @@ positions at once; the jumps are then followed for all sentences at once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -116,7 +117,7 @@ def write_degree_table(train_source: str | Path, pool: str | Path | Sequence[str
     so the bytes do not depend on the engine, and memory holds the scorer and a few shards whatever the pool's
     length. Returns counts (of all files) for the summary line.
     """
-    from benchbuild.atomic import check_writable
+    from benchbuild.atomic import atomic_file, check_writable
     from benchbuild.corpus import count_lines, existing_file, read_lines
 
     engine = engine if engine is not None else LocalEngine()
@@ -130,8 +131,8 @@ def write_degree_table(train_source: str | Path, pool: str | Path | Sequence[str
     scorer = DegreeScorer([text for _, text in read_lines(train_source, encoding_errors=encoding_errors)],
                           parameters)
     counts = {"lines": 0, "scored": 0, "dropped": 0}
-    target = _open_output(out)
-    try:
+    # A file is written beside `out` and renamed at the end: a killed run leaves the old table whole.
+    with (atomic_file(out) if out is not None else contextlib.nullcontext(sys.stdout)) as target:
         target.write("line\tdegree\n")
         with progress_bar("compositional degree", total, progress) as advance:
             shared = (engine.share(scorer), encoding_errors)
@@ -140,15 +141,7 @@ def write_degree_table(train_source: str | Path, pool: str | Path | Sequence[str
                 counts["lines"] += lines
                 counts["scored"] += scored
                 advance(amount=lines)
-        counts["dropped"] = counts["lines"] - counts["scored"]
-    except BaseException:
-        target.close()
-        if out is not None:
-            Path(f"{out}.partial").unlink(missing_ok=True)
-        raise
-    target.close()
-    if out is not None:
-        os.replace(f"{out}.partial", out)
+    counts["dropped"] = counts["lines"] - counts["scored"]
     return counts
 
 
@@ -174,18 +167,3 @@ def degree_rows(numbered: tuple[LineShard, int], scorer: DegreeScorer, encoding_
     rows = "".join(f"{number}\t{'' if degree != degree else format(degree, '.6f')}\n"
                    for number, degree in enumerate(scores.degree.tolist(), start=first_row))
     return rows, len(texts), int(scores.in_vocabulary.sum())
-
-
-def _open_output(out: str | Path | None) -> IO[str]:
-    if out is None:
-        return _Unclosed(sys.stdout)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    return open(f"{out}.partial", "w", encoding="utf-8")
-
-
-class _Unclosed:
-    def __init__(self, stream: IO[str]) -> None:
-        self.write = stream.write
-
-    def close(self) -> None:
-        pass

@@ -27,7 +27,8 @@ from benchbuild.training.batching import EncodedSplit, batch_indices, by_length,
 from benchbuild.training.model_card import write_model_card
 from benchbuild.training.recipe import TrainingRecipe, default_recipe, resolve_recipe
 from benchbuild.outputs import check_output
-from benchbuild.run_folder import append_log, claim, mark_failed, open_run, truncate_log, write_run
+from benchbuild.run_folder import (append_log, claim, mark_failed, open_run, save_pretrained, truncate_log,
+                                   write_run)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
 from benchbuild.training.run_folder import load_model
 from benchbuild.training.tokenization import build_tokenizer
@@ -286,8 +287,7 @@ def validate_and_checkpoint(run: PreparedRun) -> None:
             state.best, state.best_step = value, state.step
         if selects(recipe.select, value, state.selected, recipe.validate_by):
             state.selected, state.selected_step, state.selected_exact_match = value, state.step, scores.exact_match
-            network.save_pretrained(run.out)
-            run.tokenizer.save_pretrained(run.out)
+            save_pretrained(run.out, network, run.tokenizer)
         save_checkpoint(run.out, network, run.optimizer, run.scheduler, state)
         run.record.update({**_selection_record(state, recipe.validate_by), "status": "running"})
         write_run(run.out, run.record)
@@ -422,7 +422,7 @@ def _tokenizer(out: Path, train_split, training_recipe: TrainingRecipe, save: bo
     texts = [text for row in train_split for text in (row["source"], row["target"])]
     tokenizer = build_tokenizer(texts, training_recipe.tokenizer_kind, training_recipe.bpe_vocab_size)
     if save:
-        tokenizer.save_pretrained(out)
+        save_pretrained(out, tokenizer)
     return tokenizer
 
 

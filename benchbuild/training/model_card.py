@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from benchbuild.atomic import write_file
 from benchbuild.errors import BenchbuildError
 
 CARD_FILE = "README.md"
@@ -52,6 +53,5 @@ def write_model_card(run_dir: Path, record: Mapping[str, Any], network) -> Path:
     except BenchbuildError:
         entry = None
     path = Path(run_dir) / CARD_FILE
-    path.write_text(render_model_card(record, parameter_count(network), network.config.vocab_size, entry),
-                    encoding="utf-8")
+    write_file(path, render_model_card(record, parameter_count(network), network.config.vocab_size, entry))
     return path

@@ -101,11 +101,13 @@ def test_overwrite_replaces_a_run_folder_benchbuild_wrote(run_copy, tiny_scan, t
     assert not (run_copy / "metrics.json").exists()
 
 
-def test_a_log_linked_elsewhere_is_replaced_not_written_through(run_copy, tiny_scan, tiny_model, tmp_path):
+@pytest.mark.parametrize("planted", ["train_log.jsonl", "tokenizer.json", "README.md", "run.json.tmp"])
+def test_a_file_linked_elsewhere_is_replaced_not_written_through(run_copy, tiny_scan, tiny_model, tmp_path, planted):
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
-    (run_copy / "train_log.jsonl").unlink()
-    (run_copy / "train_log.jsonl").symlink_to(victim)
+    if (run_copy / planted).exists():
+        (run_copy / planted).unlink()
+    (run_copy / planted).symlink_to(victim)
     done = _train(tiny_model, tiny_scan, run_copy, "--max-steps", "40")  # resumes at step 30
     assert done.returncode == 0, done.stderr
     assert victim.read_text() == "precious\n"
