@@ -161,6 +161,7 @@ def check_output(out: Path, option: str, kind: str, *, inputs: Iterable[tuple[st
     of `kind`, to be replaced or continued. A symbolic link is never an output."""
     check_path_text(str(out), option)
     check_disjoint(out, option, inputs)
+    _check_not_in_benchmark(out, option)
     if out.is_symlink():
         raise BenchbuildError(f"{option} {out} is a symbolic link (to {os.readlink(out)}): benchbuild never writes "
                               "through a link; give the real path")
@@ -174,6 +175,14 @@ def check_output(out: Path, option: str, kind: str, *, inputs: Iterable[tuple[st
         return
     raise BenchbuildError(f"{option} {out} exists and is not {description}: it is {_describe(out)}; benchbuild "
                           f"replaces only what it wrote, so choose another {option}")
+
+
+def _check_not_in_benchmark(out: Path, option: str) -> None:
+    """A benchmark folder is complete as `Benchmark.save` wrote it: nothing is written inside one (links followed)."""
+    for folder in _resolved(out).parents:
+        if is_benchmark_folder(folder):
+            raise BenchbuildError(f"{option} {out} lies inside the benchmark folder {folder}: a benchmark folder "
+                                  f"holds only what its build wrote; choose an {option} outside it")
 
 
 def _check_creatable(out: Path, option: str) -> None:
