@@ -129,7 +129,7 @@ def _run(argv: list[str], cwd: Path) -> tuple[int, str]:
     return 0, stderr.getvalue()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(command=st.sampled_from(sorted(COMMANDS)), relation=st.sampled_from(RELATIONS),
        target=st.sampled_from(["bench", "model", "run", "train", "pool", "pred"]), overwrite=st.booleans())
 def test_no_output_path_changes_an_input(inputs, tmp_path_factory, command, relation, target, overwrite):

@@ -84,6 +84,9 @@ def check_evaluation_output(destination: Path, run_dir: Path, data: Path, lexico
     folder holding the run."""
     inputs = [("--data", data), ("--lexicon", Path(lexicon) if lexicon else None),
               ("--compound", Path(compound) if compound and Path(compound).is_file() else None)]
+    if destination != run_dir and destination.is_symlink():
+        raise BenchbuildError(f"--out {destination} is a symbolic link: benchbuild never writes through a link; "
+                              "give the real path")
     same = destination.resolve() == run_dir.resolve()
     check_disjoint(destination, "--run" if same else "--out", inputs)
     if same:
