@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.toml_schema import from_table, read_toml
+
+# What a command-line option can hold: a TOML table or date (`out = { path = "x" }`) is refused where the file is
+# read, naming the step and key, instead of becoming an argument such as "{'path': 'x'}".
+OptionValue = str | int | float | bool
 
 
 @dataclass
@@ -15,7 +18,7 @@ class Step:
     """One CLI command of a recipe with its options (`--key value`, `true` for a flag, a list for a repeated option)."""
 
     command: str
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, OptionValue | list[OptionValue]] = field(default_factory=dict)
     description: str = ""
 
     def argv(self, positional: frozenset[str] = frozenset()) -> list[str]:

@@ -150,10 +150,10 @@ def test_status_reads_the_run_folders(local_sweep):
 def test_dry_run_prints_the_grid_and_a_measured_estimate(local_sweep, tmp_path):
     local = local_sweep
     sweep = tmp_path / "one.toml"
-    sweep.write_text(f"models = ['transformer']\nseeds = [0, 1]\nout = '{tmp_path / 'runs'}'\n[budget]\nsteps = 50\n"
+    sweep.write_text(f"models = ['transformer']\nseeds = [0, 1]\n[budget]\nsteps = 50\n"
                      f"[[benchmarks]]\ndata = '{local / 'out/scan/addprim_turn_left'}'\n", encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "benchbuild", "sweep", str(sweep), "--dry-run", "--jobs", "2"],
-                            capture_output=True, text=True)
+                            cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "2 pending" in result.stdout and "scan/addprim_turn_left" in result.stdout
     assert "ms per step measured, 100 steps left" in result.stdout
@@ -205,12 +205,13 @@ def test_jobs_apply_to_the_local_engine_only(tmp_path, monkeypatch):
     assert "--jobs sizes --engine local" in str(result.exception)
 
 
-def test_status_shows_each_runs_best_validation_by_its_own_rule(tmp_path):
+def test_status_shows_each_runs_best_validation_by_its_own_rule(tmp_path, monkeypatch):
     from benchbuild.sweep.spec import CONFIG_FILE, load_sweep
     from benchbuild.sweep.state import run_state, status_table
 
+    monkeypatch.chdir(tmp_path)
     sweep = tmp_path / "two.toml"
-    sweep.write_text(f"models = ['transformer']\nseeds = [0, 1]\nout = '{tmp_path / 'runs'}'\n[budget]\nsteps = 30\n"
+    sweep.write_text(f"models = ['transformer']\nseeds = [0, 1]\n[budget]\nsteps = 30\n"
                      f"[[benchmarks]]\ndata = '{tmp_path / 'scan'}'\nname = 'scan/simple'\n", encoding="utf-8")
     specs = load_sweep(sweep).runs
     logs = {"loss": [{"step": 10, "validation_exact_match": 5.0, "validation_loss": 2.0, "elapsed_s": 1.0},

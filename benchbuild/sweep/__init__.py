@@ -25,9 +25,10 @@ def print_status(sweep: Sweep, console: Console) -> None:
 
 def dry_run(sweep: Sweep, console: Console, jobs: int) -> None:
     """The grid, what is already done, and the estimated cost of the rest (from a few timed steps per model)."""
-    from benchbuild.sweep.run import check_folders, estimate
+    from benchbuild.sweep.run import check_eval_split, check_folders, estimate
 
     states = check_folders(sweep)
+    check_eval_split(sweep)
     console.print(status_table(states, f"sweep {sweep.name}: {len(states)} runs (dry run: nothing is trained)"))
     missing = sorted({spec.data for spec in sweep.runs if not (Path(spec.data) / "build.json").is_file()})
     if missing:
@@ -46,21 +47,51 @@ def dry_run(sweep: Sweep, console: Console, jobs: int) -> None:
 def run_sweep(sweep: Sweep, engine: EngineParameters, jobs: int, console: Console,
               build: Callable[[Path], None]) -> list[str]:
     """Build missing benchmarks (the sweep's `build` pipeline, through `build`), run what is left, write the report
-    over every finished run. Returns the report's files."""
+    over every finished run. Returns the report's files. The sweep's folder is locked (`locks.FolderLock`) until
+    then: a second sweep of the same file is refused, naming this process."""
+    from benchbuild.locks import FolderLock
     from benchbuild.report.write import write_report
-    from benchbuild.sweep.run import check_folders, execute
+    from benchbuild.sweep.run import check_eval_split, check_folders
 
     engine.check()
-    check_folders(sweep)  # a folder of another configuration fails before the build
+    check_folders(sweep)  # a folder of another configuration, or a bad split, fails before the build
+    check_eval_split(sweep)
+    with FolderLock(sweep.folder, what="sweep"):
+        _build_missing(sweep, build)
+        failed = _execute(sweep, engine, jobs, console)
+        done = [spec.folder for spec in sweep.runs if run_state(spec).state == "done"]
+        written: list[str] = []
+        if done:
+            data = sorted({spec.data for spec in sweep.runs})
+            written = [str(path) for path in write_report(done, sweep.report_prefix, sweep.file.report.formats,
+                                                          data).files]
+    if failed:
+        raise BenchbuildError(f"{len(failed)} of {len(sweep.runs)} runs failed (first: {failed[0]}); the report "
+                              f"covers the {len(done)} finished ones: fix and rerun the same command")
+    return written
+
+
+def _build_missing(sweep: Sweep, build: Callable[[Path], None]) -> None:
+    """Run the sweep's `build` pipeline when a benchmark folder is missing, then check what it made."""
+    from benchbuild.sweep.run import check_eval_split
+
     missing = [spec.data for spec in sweep.runs if not (Path(spec.data) / "build.json").is_file()]
-    if missing:
-        if sweep.file.build is None:
-            raise BenchbuildError(f"benchmark folder {missing[0]} does not exist: build it first, or name the pipeline "
-                                  f"that builds it as `build` in {sweep.path}")
-        build(Path(sweep.file.build))
-        still = [data for data in missing if not (Path(data) / "build.json").is_file()]
-        if still:
-            raise BenchbuildError(f"{sweep.file.build} ran but did not make {still[0]}: fix the benchmark's data path")
+    if not missing:
+        return
+    if sweep.file.build is None:
+        raise BenchbuildError(f"benchmark folder {missing[0]} does not exist: build it first, or name the pipeline "
+                              f"that builds it as `build` in {sweep.path}")
+    build(Path(sweep.file.build))
+    still = [data for data in missing if not (Path(data) / "build.json").is_file()]
+    if still:
+        raise BenchbuildError(f"{sweep.file.build} ran but did not make {still[0]}: fix the benchmark's data path")
+    check_eval_split(sweep)
+
+
+def _execute(sweep: Sweep, engine: EngineParameters, jobs: int, console: Console) -> list[str]:
+    """`run.execute`, saying how each run ended: a live table on a terminal, a line per run otherwise. Returns the
+    folders of the failed runs."""
+    from benchbuild.sweep.run import execute
 
     errors: list[str] = []
     live_view = console.is_terminal
@@ -72,33 +103,23 @@ def run_sweep(sweep: Sweep, engine: EngineParameters, jobs: int, console: Consol
             console.print(f"failed {folder}: {error}" if error else f"finished {folder}", markup=False,
                           highlight=False)
 
+    if not live_view:
+        return execute(sweep, engine, jobs, report)
     stop = threading.Event()
-    if live_view:
-        with Live(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}"), console=console,
-                  refresh_per_second=1) as live:
-            def refresh() -> None:
-                while not stop.wait(2.0):
-                    live.update(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}"))
-
-            watcher = threading.Thread(target=refresh, daemon=True)
-            watcher.start()
-            try:
-                failed = execute(sweep, engine, jobs, report)
-            finally:
-                stop.set()
-                watcher.join()
+    with Live(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}"), console=console,
+              refresh_per_second=1) as live:
+        def refresh() -> None:
+            while not stop.wait(2.0):
                 live.update(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}"))
-        for line in errors:
-            console.print(line, markup=False, highlight=False)
-    else:
-        failed = execute(sweep, engine, jobs, report)
-    done = [spec.folder for spec in sweep.runs if run_state(spec).state == "done"]
-    written: list[str] = []
-    if done:
-        data = sorted({spec.data for spec in sweep.runs})
-        written = [str(path) for path in write_report(done, sweep.report_prefix, sweep.file.report.formats,
-                                                      data).files]
-    if failed:
-        raise BenchbuildError(f"{len(failed)} of {len(sweep.runs)} runs failed (first: {failed[0]}); the report "
-                              f"covers the {len(done)} finished ones: fix and rerun the same command")
-    return written
+
+        watcher = threading.Thread(target=refresh, daemon=True)
+        watcher.start()
+        try:
+            failed = execute(sweep, engine, jobs, report)
+        finally:
+            stop.set()
+            watcher.join()
+            live.update(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}"))
+    for line in errors:
+        console.print(line, markup=False, highlight=False)
+    return failed

@@ -4,14 +4,17 @@ Locally, `--jobs N` worker processes take runs one at a time (one per GPU when t
 GPU; on CPU the cores are split evenly between them). With `--engine dask`, each run is one task (`resources={"GPU":
 1}` when the workers advertise GPUs), retried once on failure. A run is `train` (resuming from the run folder's last
 checkpoint when one is there) then `eval`; both are the same functions the commands call, so a run folder is the same
-whichever way it was made. A worker exits when the sweep's process dies, so a killed sweep leaves no run behind that
-goes on writing, and the same command finishes what was left.
+whichever way it was made. No run outlives the sweep: Ctrl-C or SIGTERM stops every worker (the local processes are
+terminated, the Dask tasks cancelled and an embedded cluster closed) and a worker exits when the sweep's process
+dies, so a stopped or killed sweep leaves no run behind that goes on writing, and the same command finishes what was
+left (each run resumes from its last checkpoint).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -31,9 +34,15 @@ def run_one(spec: RunSpec, threads: int, root: str) -> dict[str, Any]:
     are taken from `root` (the sweep's working folder: a Dask worker runs elsewhere, on the same filesystem)."""
     import dataclasses
 
+    from tqdm import tqdm
+
     from benchbuild.device import cpu_threads
     from benchbuild.evaluation.evaluate import evaluate_run
     from benchbuild.training.loop import train
+
+    # tqdm's default lock is a multiprocessing semaphore, which a worker stopped by the sweep (terminated, or killed
+    # by Dask's nanny) leaves to the resource tracker, and that warns of a leak; a worker draws no progress bars.
+    tqdm.set_lock(threading.RLock())
 
     folder = Path(root, spec.folder)
     state_of = dataclasses.replace(spec, folder=str(folder))  # `data` as the sweep file gives it: the recorded one
@@ -56,7 +65,14 @@ def run_one(spec: RunSpec, threads: int, root: str) -> dict[str, Any]:
 
 
 def check_folders(sweep: Sweep) -> list[RunState]:
-    """Every run's state; a folder that holds another configuration is refused before anything runs."""
+    """Every run's state; a folder outside the sweep's folder (through a symbolic link) or one that holds another
+    configuration is refused before anything runs."""
+    home = sweep.folder.resolve()
+    for spec in sweep.runs:
+        if not Path(spec.folder).resolve().is_relative_to(home):
+            raise BenchbuildError(f"{spec.folder} leads outside the sweep's folder {sweep.folder} (to "
+                                  f"{Path(spec.folder).resolve()}): benchbuild never writes through a symbolic link "
+                                  "out of the folder it was given; remove the link")
     states = [run_state(spec) for spec in sweep.runs]
     conflicts = [state.spec.folder for state in states if state.state == "conflict"]
     if conflicts:
@@ -64,6 +80,21 @@ def check_folders(sweep: Sweep) -> list[RunState]:
                               f"{f' (and {len(conflicts) - 1} more)' if len(conflicts) > 1 else ''}: move it away, "
                               "or give the sweep another name or out")
     return states
+
+
+def check_eval_split(sweep: Sweep) -> None:
+    """Refuse an `[eval] split` that a built benchmark of the sweep lacks (those not built yet are checked once the
+    build made them), before anything trains."""
+    from benchbuild.benchmark import read_build_info
+
+    split = sweep.file.eval.split
+    for data in sorted({spec.data for spec in sweep.runs}):
+        if not (Path(data) / "build.json").is_file():
+            continue
+        splits = read_build_info(data).splits
+        if split not in splits:
+            raise BenchbuildError(f"{sweep.path}: [eval] split {split!r} is not a split of {data} (its splits: "
+                                  f"{', '.join(splits)}): fix [eval] split; nothing was trained")
 
 
 def execute(sweep: Sweep, engine: EngineParameters, jobs: int, on_finished: Callable[[str, str | None], None]) -> list[str]:
@@ -119,8 +150,9 @@ def _locally(todo: list[RunSpec], jobs: int, on_finished: Callable[[str, str | N
     for device in devices:
         queue.put(device)
     failed = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker,
-                             initargs=(queue, os.getpid())) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker,
+                               initargs=(queue, os.getpid()))
+    try:
         pending = {pool.submit(_guarded, spec, threads, os.getcwd()): spec for spec in todo}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -130,11 +162,35 @@ def _locally(todo: list[RunSpec], jobs: int, on_finished: Callable[[str, str | N
                 if "error" in result:
                     failed.append(spec.folder)
                 on_finished(spec.folder, result.get("error"))
+    except BaseException:
+        # Ctrl-C, SIGTERM (`Terminated`) or an error: `shutdown` alone would wait for every queued run to train to
+        # the end. A terminated run resumes from its last checkpoint when the sweep is run again.
+        _stop_workers(pool)
+        raise
+    pool.shutdown()
     return failed
 
 
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued runs and terminate the running ones (SIGTERM, then SIGKILL after 10 s), waiting until every
+    worker process is gone, so no run goes on writing and the runs' folder locks are free for a rerun."""
+    processes = list((pool._processes or {}).values())  # the public terminate_workers() is Python 3.14's
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(10.0)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
 def _start_worker(devices, parent: int) -> None:
-    """A local worker: take one device, and exit when the sweep's process is gone (killed)."""
+    """A local worker: take one device, and exit when the sweep's process is gone (killed). Ctrl-C reaches every
+    process of the terminal's foreground group: a worker leaves it to the sweep's process, which stops the workers
+    itself, so none prints a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER["device"] = devices.get()
 
     def watch() -> None:

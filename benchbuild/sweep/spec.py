@@ -20,9 +20,11 @@ scored, read and checked in full before anything runs.
     [report]
     formats = ["md", "csv"]
 
-Every run gets the folder `<out>/<name>/<model>/<benchmark>/seed<k>` (the benchmark's last name part) and a
-`sweep_run.json` holding its configuration, so a rerun knows which runs are done, which to resume and which folder
-belongs to another configuration (refused).
+Every run gets the folder `<out>/<name>/<model>/<benchmark>/seed<k>` (a model file `../m.toml` by its stem `m`, the
+benchmark by its name's last part) and a `sweep_run.json` holding its configuration, so a rerun knows which runs are
+done, which to resume and which folder belongs to another configuration (refused). Every name that becomes part of
+those folders is checked (`outputs.check_name`; `out` by `outputs.check_relative`), so no run lies outside the
+sweep's folder `<out>/<name>`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any, Literal
 
 from benchbuild.device import check_device
 from benchbuild.errors import BenchbuildError
+from benchbuild.outputs import check_name, check_relative
 from benchbuild.toml_schema import from_table, read_toml
 
 CONFIG_FILE = "sweep_run.json"
@@ -159,12 +162,20 @@ def load_sweep(path: str | Path) -> Sweep:
     path = Path(path)
     where = str(path)
     sweep = from_table(SweepFile, read_toml(path, "sweep file"), where)
-    name = sweep.name or path.stem
+    name = check_name(sweep.name or path.stem, f"{where}: name")
+    check_relative(sweep.out, f"{where}: out")
+    if sweep.report.out is not None:
+        check_relative(sweep.report.out, f"{where}: [report] out")
     _check_lists(sweep, where)
     try:
         check_device(sweep.device)
     except BenchbuildError as error:
         raise BenchbuildError(f"{where}: device: {error}") from None
+    model_folders = [_model_folder(model, where) for model in sweep.models]
+    twice = sorted({folder for folder in model_folders if model_folders.count(folder) > 1})
+    if twice:
+        raise BenchbuildError(f"{where}: two models have the folder name {twice[0]!r} (a model file is named by its "
+                              "stem): rename one file")
     benchmarks = [_named(benchmark, where, sweep.build) for benchmark in sweep.benchmarks]
     folders = [benchmark.name.split("/")[-1] for benchmark in benchmarks]
     twice = sorted({folder for folder in folders if folders.count(folder) > 1})
@@ -179,14 +190,14 @@ def load_sweep(path: str | Path) -> Sweep:
             raise BenchbuildError(f"{where}: [[overrides]] {number} names benchmark {override.benchmark!r}, which is "
                                   f"not in benchmarks ({', '.join(sorted(names))})")
     runs = []
-    for model in sweep.models:
+    for model, model_folder in zip(sweep.models, model_folders):
         for benchmark, folder in zip(benchmarks, folders):
             recipe, overrides = _overrides(sweep, model, benchmark.name)
             _check_trainable(model, benchmark.name, recipe, overrides, where)
             for seed in sweep.seeds:
                 runs.append(RunSpec(
                     model=model, benchmark=benchmark.name, data=benchmark.data, seed=seed,
-                    folder=str(Path(sweep.out) / name / model / folder / f"seed{seed}"), recipe=recipe,
+                    folder=str(Path(sweep.out) / name / model_folder / folder / f"seed{seed}"), recipe=recipe,
                     overrides=overrides,
                     max_steps=sweep.budget.steps, max_minutes=sweep.budget.minutes, device=sweep.device,
                     split=sweep.eval.split, batch_size=sweep.eval.batch_size, beam=sweep.eval.beam))
@@ -205,12 +216,17 @@ def _check_lists(sweep: SweepFile, where: str) -> None:
         raise BenchbuildError(f"{where}: seeds must not be negative")
 
 
+def _model_folder(model: str, where: str) -> str:
+    """The folder name of `model`'s runs: a catalogue name as it is, a model file (`../m.toml`) by its stem."""
+    if model.endswith(".toml"):
+        return check_name(Path(model).stem, f"{where}: the folder name of model file {model!r},")
+    return check_name(model, f"{where}: model")
+
+
 def _named(benchmark: BenchmarkSpec, where: str, build: str | None) -> BenchmarkSpec:
-    """`benchmark` with its `family/name`: given, or read from its folder's build.json."""
+    """`benchmark` with its `family/name`: given, or read from its folder's build.json; checked either way."""
     if benchmark.name:
-        if "/" not in benchmark.name:
-            raise BenchbuildError(f"{where}: benchmark name {benchmark.name!r} must be family/name (e.g. scan/simple)")
-        return benchmark
+        return BenchmarkSpec(data=benchmark.data, name=_checked_benchmark_name(benchmark.name, where))
     from benchbuild.benchmark import read_build_info
 
     if not (Path(benchmark.data) / "build.json").is_file():
@@ -218,7 +234,22 @@ def _named(benchmark: BenchmarkSpec, where: str, build: str | None) -> Benchmark
         raise BenchbuildError(f"{where}: benchmark folder {benchmark.data} does not exist yet{made}: give its name "
                               "(name = \"family/name\") so the sweep can be checked before it is built")
     info = read_build_info(Path(benchmark.data))
-    return BenchmarkSpec(data=benchmark.data, name=info.name if "/" in info.name else f"{info.family}/{info.name}")
+    name = info.name if "/" in info.name else f"{info.family}/{info.name}"
+    return BenchmarkSpec(data=benchmark.data, name=_checked_benchmark_name(name, where))
+
+
+def _checked_benchmark_name(name: str, where: str) -> str:
+    """`family/name` whose every part is a plain name: its last part names run folders, so `scan/..` is refused."""
+    parts = name.split("/")
+    try:
+        for part in parts:
+            check_name(part, "part")
+    except BenchbuildError:
+        raise BenchbuildError(f"{where}: benchmark name {name!r} must be family/name (e.g. scan/simple), each part a "
+                              "plain name (not empty, '.' or '..'): its last part names the run folders") from None
+    if len(parts) < 2:
+        raise BenchbuildError(f"{where}: benchmark name {name!r} must be family/name (e.g. scan/simple)")
+    return name
 
 
 def _overrides(sweep: SweepFile, model: str, benchmark: str) -> tuple[str | None, dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Where each run of a sweep stands, read from its folder alone (so `sweep --status` works for a sweep running
-elsewhere): pending, partial (killed or running: resumes from its checkpoint), trained (not yet scored), done, or
-conflict (the folder holds another configuration)."""
+elsewhere): pending, partial (killed or running: resumes from its checkpoint), trained (not yet scored), done, failed
+(its loss diverged), or conflict (the folder holds another configuration)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchbuild.errors import BenchbuildError
+from benchbuild.run_folder import METRICS_FILE, RUN_FILE, read_log
 from benchbuild.sweep.spec import CONFIG_FILE, RunSpec
 
-METRICS_FILE = "metrics.json"
 
 
 @dataclass
@@ -46,17 +47,19 @@ def run_state(spec: RunSpec) -> RunState:
             return RunState(spec, "conflict")
     elif any(folder.iterdir()):
         return RunState(spec, "conflict")
-    run = _json(folder / "run.json") or {}
+    run = _json(folder / RUN_FILE) or {}
     state = RunState(spec, "pending" if not run else "partial", budget=run.get("step_budget"),
                      validated_by=run.get("validate_by", "exact_match"))
     best = min if state.validated_by == "loss" else max  # as training.validation.lower_is_better (no torch here)
-    for record in _log(folder / "train_log.jsonl"):
+    for record in _log(folder):
         state.step = max(state.step, int(record.get("step", 0)))
         if record.get(f"validation_{state.validated_by}") is not None:
             value = float(record[f"validation_{state.validated_by}"])
             state.best_validation = value if state.best_validation is None else best(state.best_validation, value)
             state.elapsed_s = record.get("elapsed_s", state.elapsed_s)
-    if run.get("status") == "complete":
+    if run.get("status") == "failed":
+        state.state = "failed"
+    elif run.get("status") == "complete":
         metrics = _json(folder / METRICS_FILE)
         scored = isinstance(metrics, dict) and metrics.get("split") == spec.split
         state.state = "done" if scored else "trained"
@@ -74,16 +77,12 @@ def _json(path: Path) -> Any:
         return None
 
 
-def _log(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
+def _log(folder: Path) -> list[dict[str, Any]]:
+    """The run's log records (a line cut by a kill dropped); a damaged log shows no progress rather than failing."""
+    try:
+        return read_log(folder)
+    except BenchbuildError:
         return []
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            break  # a line cut by a kill ends what can be read
-    return records
 
 
 def status_table(states: list[RunState], title: str):
@@ -102,7 +101,7 @@ def status_table(states: list[RunState], title: str):
         table.add_row(state.spec.model, state.spec.benchmark, str(state.spec.seed), state.state, step,
                       validation, _number(state.metric),
                       "" if state.eta_s is None else _duration(state.eta_s))
-    counts = {name: sum(s.state == name for s in states) for name in ("done", "trained", "partial", "pending")}
+    counts = {name: sum(s.state == name for s in states) for name in ("done", "trained", "partial", "pending", "failed")}
     table.caption = ", ".join(f"{number} {name}" for name, number in counts.items() if number)
     return table
 
