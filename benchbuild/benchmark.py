@@ -20,8 +20,10 @@ import pyarrow.parquet as pq
 from benchbuild import __version__
 from benchbuild.atomic import atomic_directory
 from benchbuild.cards import render_card
+from benchbuild.errors import BenchbuildError
 from benchbuild.fingerprint import input_fingerprint, table_fingerprint
 from benchbuild.progress import quiet_datasets
+from benchbuild.toml_schema import check_table
 
 Format = Literal["arrow", "parquet", "jsonl"]
 FORMATS: tuple[str, ...] = ("arrow", "parquet", "jsonl")
@@ -61,10 +63,14 @@ class BuildInfo:
         return json.dumps(asdict(self), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> "BuildInfo":
-        raw = json.loads(text)
-        raw["splits"] = {name: SplitInfo(**value) for name, value in raw.get("splits", {}).items()}
-        return cls(**raw)
+    def from_json(cls, text: str, where: str = "build.json") -> "BuildInfo":
+        """The BuildInfo `to_json` wrote; text that is not one (not JSON, a missing or unknown key, a value of the
+        wrong type) is a BenchbuildError naming `where` and the key."""
+        try:
+            raw = json.loads(text)
+        except ValueError as error:
+            raise BenchbuildError(f"{where} is not valid JSON ({error})") from None
+        return cls(**check_table(cls, raw, where))
 
 
 @dataclass
@@ -86,6 +92,8 @@ class CardFacts:
     task_categories: list[str] = field(default_factory=lambda: ["text2text-generation"])
     counts: dict[str, int] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    # The card template when it is not the family's own: `imported.md.j2` for a benchmark `benchbuild import` wrote.
+    template: str = ""
 
 
 SplitData = datasets.Dataset | Sequence[Mapping[str, Any]]
@@ -96,7 +104,8 @@ def as_dataset(data: SplitData, features: datasets.Features | None = None) -> da
     if isinstance(data, datasets.Dataset):
         dataset = data
     else:
-        columns = {key: [row[key] for row in data] for key in (data[0].keys() if data else [])}
+        names = data[0].keys() if data else (features or {}).keys()  # no rows: the features' columns, empty
+        columns = {key: [row[key] for row in data] for key in names}
         table = pa.table(columns) if features is None else pa.Table.from_pydict(columns, schema=features.arrow_schema)
         dataset = datasets.Dataset(table)
     return dataset
@@ -167,25 +176,130 @@ def _write_splits(splits: Mapping[str, datasets.Dataset], folder: Path, format: 
 
 
 def read_build_info(folder: str | Path) -> BuildInfo:
-    """The BuildInfo of a built benchmark folder."""
+    """The BuildInfo of a built benchmark folder; a damaged `build.json` is a BenchbuildError naming it and the key,
+    and saying to rebuild the folder."""
     path = Path(folder) / "build.json"
     if not path.is_file():
         raise FileNotFoundError(f"{folder} is not a benchbuild benchmark: {path} is missing")
-    return BuildInfo.from_json(path.read_text(encoding="utf-8"))
+    try:
+        return BuildInfo.from_json(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    except BenchbuildError as error:
+        raise BenchbuildError(f"{error}: the benchmark's build record is damaged; {_rebuild(Path(folder))}") from None
+
+
+# Every split of a benchmark holds these text columns (train, eval, score and stats read them).
+TEXT_COLUMNS = ("source", "target")
 
 
 def load_splits(folder: str | Path) -> datasets.DatasetDict:
-    """Load a benchmark folder written in any format as a DatasetDict."""
+    """Load a benchmark folder written in any format as a DatasetDict. A split file that cannot be read (truncated,
+    a cut line), holds other than the rows its `build.json` records, or lacks a `source` or `target` text column is a
+    BenchbuildError naming the file and saying to rebuild the folder."""
     folder = Path(folder)
+    files, read = _split_files(folder)
+    recorded = _recorded_rows(folder)
+    splits = {}
+    for name, path in files.items():
+        try:
+            with quiet_datasets():
+                split = read(path)
+        except Exception as error:  # noqa: BLE001 - pyarrow, datasets and json raise many kinds for one damaged file
+            raise BenchbuildError(f"{path} cannot be read ({_damage(path, error)}): the file is truncated or "
+                                  f"corrupt; {_rebuild(folder)}") from None
+        if name in recorded and len(split) != recorded[name]:
+            raise BenchbuildError(f"{path} holds {len(split):,} rows but {folder / 'build.json'} records "
+                                  f"{recorded[name]:,}: the file is truncated or was changed; {_rebuild(folder)}")
+        _check_columns(split, path, folder)
+        splits[name] = split
+    return datasets.DatasetDict(splits)
+
+
+def _split_files(folder: Path):
+    """Each split's file (or, for the arrow layout, folder) and the function that reads one."""
     if (folder / "dataset_dict.json").is_file():
-        with quiet_datasets():
-            return datasets.load_from_disk(str(folder))
+        return {name: folder / name for name in _arrow_split_names(folder)}, _read_arrow
     data = folder / "data"
     parquet = sorted(data.glob("*-00000-of-00001.parquet"))
     jsonl = sorted(data.glob("*.jsonl"))
     if parquet:
-        return datasets.DatasetDict({p.name.split("-00000-of-")[0]: datasets.Dataset(pq.read_table(p)) for p in parquet})
+        return {path.name.split("-00000-of-")[0]: path for path in parquet}, _read_parquet
     if jsonl:
-        with quiet_datasets():
-            return datasets.DatasetDict({p.stem: datasets.Dataset.from_json(str(p)) for p in jsonl})
+        return {path.stem: path for path in jsonl}, _read_jsonl
     raise FileNotFoundError(f"{folder} holds no benchmark splits (no dataset_dict.json, data/*.parquet or data/*.jsonl)")
+
+
+def _arrow_split_names(folder: Path) -> list[str]:
+    path = folder / "dataset_dict.json"
+    try:
+        names = json.loads(path.read_text(encoding="utf-8"))["splits"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise BenchbuildError(f"{path} cannot be read ({_damage(path, error)}): the file is truncated or corrupt; "
+                              f"{_rebuild(folder)}") from None
+    if not isinstance(names, list) or not all(isinstance(name, str) and name and Path(name).name == name
+                                              and name not in (".", "..") for name in names):
+        raise BenchbuildError(f"{path} lists splits {names!r}, not plain split names: the file is corrupt; "
+                              f"{_rebuild(folder)}")
+    return names
+
+
+def _read_arrow(path: Path) -> datasets.Dataset:
+    return datasets.Dataset.load_from_disk(str(path))
+
+
+def _read_parquet(path: Path) -> datasets.Dataset:
+    return datasets.Dataset(pq.read_table(path))
+
+
+def _read_jsonl(path: Path) -> datasets.Dataset:
+    if path.stat().st_size == 0:  # an empty split: `datasets` cannot infer a schema from no line
+        return datasets.Dataset(pa.table({name: pa.array([], pa.string()) for name in TEXT_COLUMNS}))
+    return datasets.Dataset.from_json(str(path))
+
+
+def _damage(path: Path, error: BaseException) -> str:
+    """What is wrong with a file that did not load: the first line that is not a JSON object for a JSON Lines
+    file, else the library's message (without its class name)."""
+    if path.suffix == ".jsonl":
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    row = None
+                if not isinstance(row, dict):
+                    return f"line {number} is not a complete JSON object"
+    return " ".join(str(error).split())[:200] or "unreadable"
+
+
+def _recorded_rows(folder: Path) -> dict[str, int]:
+    """The row count `build.json` records for each split (none when it records none: a folder another tool
+    wrote)."""
+    try:
+        splits = json.loads((folder / "build.json").read_text(encoding="utf-8")).get("splits", {})
+        return {name: int(value["rows"]) for name, value in splits.items()}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return {}
+
+
+def _check_columns(split: datasets.Dataset, path: Path, folder: Path) -> None:
+    for column in TEXT_COLUMNS:
+        feature = split.features.get(column)
+        if not (isinstance(feature, datasets.Value) and feature.dtype in ("string", "large_string")):
+            found = "no" if feature is None else f"a non-text ({feature})"
+            raise BenchbuildError(f"{path} has {found} {column!r} column (columns: {', '.join(split.column_names)}): "
+                                  f"a benchmark split holds {' and '.join(TEXT_COLUMNS)} text columns; give a folder "
+                                  f"a benchbuild build command wrote, or {_rebuild(folder)}")
+
+
+def _rebuild(folder: Path) -> str:
+    """How to replace a damaged benchmark folder: its build command again (the one `build.json` recorded, when it
+    can still be read), with --overwrite."""
+    try:
+        command = json.loads((folder / "build.json").read_text(encoding="utf-8")).get("command_line")
+    except (OSError, ValueError, AttributeError):
+        command = None
+    if isinstance(command, str) and command.startswith(("benchbuild build-", "benchbuild import ")):
+        return f"rebuild it with --overwrite (build.json records the command that wrote it: {command})"
+    if isinstance(command, str):  # build.json is readable enough for --overwrite to recognise the folder
+        return f"rebuild {folder} (benchbuild build-... --overwrite)"
+    return f"delete {folder} (its build.json is unreadable) and rebuild it"

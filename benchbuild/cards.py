@@ -121,8 +121,9 @@ def card_template(name: str) -> jinja2.Template:
 
 
 def render_card(benchmark: CardSubject) -> str:
-    """The full README.md of a benchmark: YAML front matter, then the family template's sections."""
+    """The full README.md of a benchmark: YAML front matter, then the sections of its family's template (or of the
+    card's own `template`, e.g. `imported.md.j2`)."""
     header = yaml.safe_dump(front_matter(benchmark), sort_keys=False, allow_unicode=True, width=1000)
-    template = card_template(f"{benchmark.info.family}.md.j2")
+    template = card_template(benchmark.card.template or f"{benchmark.info.family}.md.j2")
     body = template.render(info=benchmark.info, card=benchmark.card, stats=split_statistics(benchmark))
     return f"---\n{header}---\n\n{body.strip()}\n"

@@ -20,6 +20,7 @@ from rich.console import Console
 from benchbuild import __version__
 from benchbuild.engine import EngineParameters, without_engine_options
 from benchbuild.errors import BenchbuildError, Terminated
+from benchbuild.importing.parameters import ImportParameters, LayoutName
 from benchbuild.nounadj.parameters import NounAdjParameters
 from benchbuild.options import (DeviceOption, EncodingErrorsOption, FormatOption, OverwriteOption, key_values,
                                 with_parameters)
@@ -586,6 +587,36 @@ def sweep_command(
     else:
         written = run_sweep(sweep, engine, jobs, console, build=lambda recipe: run_command(recipe))
         console.print(f"sweep {sweep.name}: {len(sweep.runs)} runs finished; wrote {', '.join(written)}")
+
+
+@app.command("import")
+@with_parameters
+def import_command(
+    out_dir: Annotated[Path, typer.Option("--out", help="Benchmark folder to write.")],
+    layout: Annotated[Optional[LayoutName], typer.Argument(
+        metavar="LAYOUT", help="A published benchmark by name, its files found and checked in DIR; none: the files of --split or "
+        "--hf.", show_default=False)] = None,
+    folder: Annotated[Optional[Path], typer.Argument(
+        metavar="DIR", help="The LAYOUT's release folder: cognition, CoGnition's data/; react, ReaCT's "
+        "cg_test.de/en with IWSLT14's train/valid/test.de/en; iwslt14, prepare-iwslt14.sh's output.",
+        show_default=False)] = None,
+    *,
+    parameters: ImportParameters,
+    format: FormatOption = "arrow",
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Import split files made elsewhere (a published release, COGS, any TSV, JSONL, parquet or HF dataset) as a
+    benchmark folder that train, eval, score and report take like a built one."""
+    from benchbuild.importing.build import import_benchmark
+
+    parameters.check(layout, folder)
+    check_output(out_dir, "--out", "benchmark", inputs=parameters.inputs(folder), overwrite=overwrite)
+    benchmark = import_benchmark(parameters, layout, folder, default_name=out_dir.resolve().name)
+    _save(benchmark, out_dir, format, overwrite)
+    rows = ", ".join(f"{name} {split.rows:,}" for name, split in benchmark.info.splits.items())
+    checked = f"; the published line counts of {layout} checked" if layout else ""
+    out.print(f"wrote {out_dir} as {benchmark.info.family}/{benchmark.info.name.split('/')[-1]} ({rows}{checked})",
+              markup=False, highlight=False, soft_wrap=True)
 
 
 def _option_dests(command) -> set[str]:

@@ -136,6 +136,17 @@ def read_lines(path: str | Path, *, encoding_errors: EncodingErrors = "strict",
     return _monolingual_rows(path, encoding_errors, stats if stats is not None else CorpusStats())
 
 
+def read_sentences(path: str | Path, what: str, *, encoding_errors: EncodingErrors = "strict") -> list[str]:
+    """The non-empty lines of a monolingual corpus that something is compared with (`degree --train-src`, `stats
+    --against`); a file without one (0 bytes, or blank lines only) is an error naming it as `what`: compared with
+    nothing, every degree is trivially 1 and every n-gram novel."""
+    sentences = [text for _, text in read_lines(path, encoding_errors=encoding_errors)]
+    if not sentences:
+        raise BenchbuildError(f"{what} `{path}` holds no sentence (it is empty or has only blank lines): give a "
+                              "corpus with at least one non-empty line")
+    return sentences
+
+
 def _monolingual_rows(path: Path, encoding_errors: str, stats: CorpusStats) -> Iterator[tuple[int, str]]:
     with open(path, "rb") as handle:
         yield from _decoded_lines(enumerate(handle, start=1), path, encoding_errors, stats)

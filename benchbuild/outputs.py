@@ -63,10 +63,10 @@ def _read_json(path: Path) -> Any:
 
 
 def is_benchmark_folder(path: Path) -> bool:
-    """A folder `Benchmark.save` wrote: its `build.json` (a BuildInfo) and its card."""
+    """A folder `Benchmark.save` wrote: its `build.json` (a BuildInfo, perhaps missing a key) and its card."""
     info = _read_json(path / "build.json")
-    return (path.is_dir() and not path.is_symlink() and isinstance(info, dict) and "family" in info
-            and "splits" in info and (path / "README.md").is_file())
+    return (path.is_dir() and not path.is_symlink() and isinstance(info, dict)
+            and bool({"family", "splits", "command_line"} & info.keys()) and (path / "README.md").is_file())
 
 
 def is_run_folder(path: Path) -> bool:

@@ -14,7 +14,7 @@ from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_row
 from benchbuild.outputs import CLAIM_FILES, check_disjoint, is_metrics_file
 from benchbuild.run_folder import (CHECKPOINTS_DIR, METRICS_FILE, PREDICTIONS_FILE, check_result, claim, read_run,
                                    write_metrics, write_predictions)
-from benchbuild.training.run_folder import load_model
+from benchbuild.zoo.loading import load_model, load_tokenizer
 from benchbuild.zoo.decoding import decoding_limit, generate_predictions
 
 # Wider beams cost memory in proportion (a million-wide beam asks for tens of GB before the first step); the papers
@@ -28,7 +28,6 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
                  progress: bool = False) -> dict[str, Any]:
     """Decode `split` of benchmark `data` with the run's selected checkpoint and score it; files go to `out`
     (default: the run folder). Returns the metrics as written to `metrics.json`."""
-    from transformers import AutoTokenizer
     from transformers.utils import logging as transformers_logging
 
     from benchbuild import zoo
@@ -54,7 +53,7 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
         read_lexicon(lexicon)
     target = torch.device(resolve_device(device))
     model = load_model(run_dir).to(target)
-    tokenizer = AutoTokenizer.from_pretrained(run_dir)
+    tokenizer = load_tokenizer(run_dir)
     limit = max_new_tokens or decoding_limit(tokenizer, [row["target"] for row in rows])
     predictions = generate_predictions(model, tokenizer, [row["source"] for row in rows], beam=beam,
                                        batch_size=batch_size, max_new_tokens=limit, device=target, progress=progress)

@@ -28,7 +28,7 @@ from benchbuild.nounadj.amod import noun_occurrences
 from benchbuild.french import FrenchLemmatizer, find_pairing
 from benchbuild.nounadj.pairs import PairsConfig, load_pairs
 from benchbuild.nounadj.parameters import NounAdjParameters
-from benchbuild.nounadj.parsers import Parser, make_parser
+from benchbuild.nounadj.parsers import MAX_PARSED_CHARACTERS, Parser, make_parser
 from benchbuild.nounadj.split import decide_sentence, validation_mask
 from benchbuild.progress import progress_bar
 
@@ -57,6 +57,7 @@ class BuildCounts:
     parsed_train: int = 0
     other_adjective: int = 0
     table_adjective: int = 0
+    too_long: int = 0
     test_candidates: int = 0
     several_pairings: int = 0
     reference_match: int = 0
@@ -187,6 +188,10 @@ def _stream_corpus(corpus: ParallelInput, parameters: NounAdjParameters, pairs: 
                     advance(amount=line - shown)
                     shown = line
                 if pattern.search(source):
+                    if max(len(source), len(target)) > MAX_PARSED_CHARACTERS:
+                        # Not a sentence (a whole unsplit document?); unparsed, it could hide a held-out pairing.
+                        counts.too_long += 1
+                        continue
                     counts.parsed += 1
                     yield source, (line, source, target)
                 else:
@@ -286,6 +291,8 @@ def _card_facts(pairs: PairsConfig, stats: CorpusStats, counts: BuildCounts, tes
         "neither split: a target noun has an adjective outside the table": counts.other_adjective,
         "neither split: a target noun has a table adjective outside its pairing and the other column":
             counts.table_adjective,
+        f"neither split: holds a target-noun form but a side is longer than {MAX_PARSED_CHARACTERS:,} characters "
+        "(not parsed)": counts.too_long,
         "test: sentences with a held-out pairing": counts.test_candidates,
         "test: sentences with more than one held-out pairing (the row names the first)": counts.several_pairings,
         "test: references holding both French lemmas": counts.reference_match,

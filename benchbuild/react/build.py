@@ -342,7 +342,7 @@ def _stamp(run_dir: str) -> tuple[int, int]:
 
 def _uncertainty(run_dirs: Sequence[str], sources: Sequence[str], parameters: ReactParameters,
                  progress: bool, engine: Engine) -> dict[str, Any]:
-    from transformers import AutoTokenizer
+    from benchbuild.zoo.loading import load_tokenizer
 
     from benchbuild.react.uncertainty import rmi_batches
 
@@ -351,7 +351,7 @@ def _uncertainty(run_dirs: Sequence[str], sources: Sequence[str], parameters: Re
     device, resources = ((placement.devices[0], placement.resources) if engine.name == "dask"
                          else (resolve_device(parameters.device), None))
     absolute = tuple(str(Path(path).resolve()) for path in run_dirs)
-    batches = rmi_batches(AutoTokenizer.from_pretrained(absolute[0]), sources, parameters.batch_size)
+    batches = rmi_batches(load_tokenizer(absolute[0]), sources, parameters.batch_size)
     tasks = (ScoringBatch(absolute, device, parameters.beam, tuple(sources[index] for index in chunk), limit)
              for chunk, limit in batches)
     rmi: list[float] = [0.0] * len(sources)

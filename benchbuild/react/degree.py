@@ -118,7 +118,7 @@ def write_degree_table(train_source: str | Path, pool: str | Path | Sequence[str
     length. Returns counts (of all files) for the summary line.
     """
     from benchbuild.atomic import atomic_file, check_writable
-    from benchbuild.corpus import count_lines, existing_file, read_lines
+    from benchbuild.corpus import count_lines, existing_file, read_sentences
 
     engine = engine if engine is not None else LocalEngine()
     pools = [Path(pool)] if isinstance(pool, (str, os.PathLike)) else [Path(path) for path in pool]
@@ -128,8 +128,7 @@ def write_degree_table(train_source: str | Path, pool: str | Path | Sequence[str
         check_writable(Path(out), overwrite)
     existing_file(train_source)  # every input is checked before any is read, the training corpus first
     total = sum(count_lines(path) for path in pools)
-    scorer = DegreeScorer([text for _, text in read_lines(train_source, encoding_errors=encoding_errors)],
-                          parameters)
+    scorer = DegreeScorer(read_sentences(train_source, "--train-src", encoding_errors=encoding_errors), parameters)
     counts = {"lines": 0, "scored": 0, "dropped": 0}
     # A file is written beside `out` and renamed at the end: a killed run leaves the old table whole.
     with (atomic_file(out) if out is not None else contextlib.nullcontext(sys.stdout)) as target:

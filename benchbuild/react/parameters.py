@@ -15,6 +15,9 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.options import DeviceOption, EncodingErrorsOption, SeedOption, check_ranges, key_values
 from benchbuild.react.normalize import Normalizer
 
+# The recipe family ensemble members train with (001 trains them as MT systems).
+MEMBER_RECIPE = "mt"
+
 LowercaseOption = Annotated[bool, typer.Option("--lowercase", help="Lowercase every corpus before comparing words.")]
 TokenizeOption = Annotated[Literal["moses", "none"], typer.Option(
     "--tokenize", help="moses: sacremoses-tokenize every corpus; none: keep the files' whitespace tokens.")]
@@ -143,15 +146,19 @@ class ReactParameters:
         return self._corpus("test", self.test_src, self.test_tgt, None, "test")
 
     def check(self) -> None:
-        """Fail before any work on a missing or unpaired corpus, a malformed KEY=VALUE, an option out of its declared
-        range or inconsistent with another (--sample above --band; --drop-top plus --band above --pool-size without
-        --allow-small), or a --device this machine does not have."""
+        """Fail before any work on a missing or unpaired corpus, a malformed KEY=VALUE or one the members' model or
+        recipe refuses, an option out of its declared range or inconsistent with another (--sample above --band;
+        --drop-top plus --band above --pool-size without --allow-small), a --cache-dir or --ensemble-dir that is a
+        file, or a --device this machine does not have."""
         check_ranges(self)
         self.train()
         pools = self.pools()
         self.validation()
         self.test()
-        self.architecture_overrides, self.recipe_overrides  # parsing them is the check of each KEY=VALUE
+        self._check_members()
+        self._check_folder(self.cache_dir, "--cache-dir", "the stage cache")
+        if self.ensemble_dir is not None:
+            self._check_folder(self.ensemble_dir, "--ensemble-dir", "the ensemble members")
         if not pools:
             raise BenchbuildError("give at least one candidate pool (--pool-src/--pool-tgt, --pool-tsv, "
                                   "--pool-parquet or --pool-hf)")
@@ -163,6 +170,24 @@ class ReactParameters:
                                   f"{self.pool_size:,} candidates: lower --drop-top/--band, raise --pool-size, or pass "
                                   "--allow-small")
         resolve_device(self.device)  # a GPU asked for on a machine without one fails here, not after stages 1-5
+
+    def _check_members(self) -> None:
+        """The ensemble's model, its `mt` recipe with --ensemble-set over it, and --ensemble-architecture over its
+        architecture: each KEY=VALUE a key of its kind, of its type and in its range (members train after the
+        degree stage, so a mistake found there would cost that stage)."""
+        from benchbuild.training.recipe import resolve_recipe
+        from benchbuild.zoo.catalogue import checked_architecture_overrides, load_entry
+
+        entry = load_entry(self.ensemble_model)
+        resolve_recipe(entry.recipes, MEMBER_RECIPE, self.member_overrides,
+                       source=f"--ensemble-model {self.ensemble_model}")
+        checked_architecture_overrides(entry, MEMBER_RECIPE, self.architecture_overrides, "--ensemble-architecture")
+
+    @staticmethod
+    def _check_folder(folder: Path, option: str, what: str) -> None:
+        if folder.exists() and not folder.is_dir():
+            raise BenchbuildError(f"{option} {folder} is a file, not a folder: give a folder for {what} (it is "
+                                  "created if missing)")
 
     def check_engine(self, engine: EngineParameters) -> None:
         """Fail before any work on engine options that cannot be honoured, or that clash with --device."""

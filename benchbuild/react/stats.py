@@ -98,7 +98,6 @@ def benchmark_table2(benchmark: str | Path, split: str = "cg_test", against: str
     """`benchbuild stats`: Table 2 of a built benchmark's split, against its own `train` split or `against`
     (another benchmark folder's `train` split, or a text file of training sources)."""
     from benchbuild.benchmark import load_splits, read_build_info
-    from benchbuild.corpus import read_lines
 
     splits = load_splits(benchmark)
     if split not in splits:
@@ -107,16 +106,34 @@ def benchmark_table2(benchmark: str | Path, split: str = "cg_test", against: str
     params = info.parameters
     degree_parameters = DegreeParameters(**{key: params[key] for key in ("min_word_count", "min_ngram_count",
                                                                           "max_ngram") if key in params})
+    train_sources = _training_sources(Path(benchmark), splits, against)
+    language = lang or params.get("source_lang") or _card_language(Path(benchmark))
+    return table2(list(splits[split]["source"]), train_sources, language, degree_parameters)
+
+
+def _training_sources(benchmark: Path, splits, against: str | Path | None) -> list[str]:
+    """The sources `stats` compares with: `benchmark`'s train split, `against`'s (a benchmark folder) or the lines
+    of `against` (a text file). None is an error: against nothing every n-gram is novel and every degree trivially
+    1, numbers that describe no training set."""
+    from benchbuild.benchmark import load_splits
+    from benchbuild.corpus import read_sentences
+
+    if against is not None and not Path(against).is_dir():
+        return read_sentences(against, "--against")
     if against is None:
         if "train" not in splits:
             raise BenchbuildError(f"{benchmark} has no train split: pass --against TRAIN_DIR_OR_FILE")
-        train_sources = list(splits["train"]["source"])
-    elif Path(against).is_dir():
-        train_sources = list(load_splits(against)["train"]["source"])
+        origin, training = f"the train split of {benchmark}", splits
     else:
-        train_sources = [text for _, text in read_lines(against)]
-    language = lang or params.get("source_lang") or _card_language(Path(benchmark))
-    return table2(list(splits[split]["source"]), train_sources, language, degree_parameters)
+        origin, training = f"the train split of --against {against}", load_splits(against)
+        if "train" not in training:
+            raise BenchbuildError(f"--against {against} has no train split (splits: {', '.join(training)}): give a "
+                                  "benchmark folder with a train split, or a text file of training sources")
+    sources = list(training["train"]["source"])
+    if not any(text.strip() for text in sources):
+        raise BenchbuildError(f"{origin} holds no sentence: the statistics compare the split with a training "
+                              "corpus; give a non-empty one (--against TRAIN_DIR_OR_FILE)")
+    return sources
 
 
 def _card_language(folder: Path) -> str:

@@ -81,20 +81,18 @@ class Ensemble:
     def load(cls, run_dirs: Sequence[str | Path], device: str | torch.device = "cpu",
              batched: bool | None = None) -> "Ensemble":
         """Members from run folders (`from_pretrained`); all must share one tokenizer vocabulary."""
-        from transformers import AutoTokenizer
         from transformers.utils import logging as transformers_logging
 
         from benchbuild import zoo
+        from benchbuild.zoo.loading import load_model, load_tokenizer
 
         transformers_logging.disable_progress_bar()  # "Loading weights" bars would interleave with ours
         zoo.register()
-        tokenizers = [AutoTokenizer.from_pretrained(str(path)) for path in run_dirs]
+        tokenizers = [load_tokenizer(path) for path in run_dirs]
         for path, tokenizer in zip(run_dirs[1:], tokenizers[1:]):
             if tokenizer.get_vocab() != tokenizers[0].get_vocab():
                 raise BenchbuildError(f"ensemble member {path} has another vocabulary than {run_dirs[0]}: "
                                       "members must be trained on the same corpus")
-        from benchbuild.training.run_folder import load_model  # names a truncated member's file in its error
-
         members = [load_model(path) for path in run_dirs]
         return cls(members, tokenizers[0], device=device, batched=batched)
 

@@ -30,7 +30,7 @@ from benchbuild.outputs import check_output
 from benchbuild.run_folder import (append_log, claim, mark_failed, open_run, save_pretrained, truncate_log,
                                    write_run)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
-from benchbuild.training.run_folder import load_model
+from benchbuild.zoo.loading import load_model
 from benchbuild.training.tokenization import build_tokenizer
 from benchbuild.training.validation import lower_is_better, split_validation, validation_scores
 from benchbuild.zoo.recipe import Selection

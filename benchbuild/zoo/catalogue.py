@@ -35,14 +35,19 @@ Notes on the zoo <-> training interface:
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
 import importlib.resources
+import inspect
+import math
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.toml_schema import check_keys, check_table, from_table, read_toml
+from benchbuild.toml_schema import check_keys, check_overrides, check_table, from_table, read_toml
 from benchbuild.zoo.recipe import RecipeFamily, TrainingRecipe, paper_recipe
 
 CATALOGUE = Path(str(importlib.resources.files("benchbuild.zoo") / "models"))  # shipped with the package
@@ -109,7 +114,16 @@ def _classes(kind: str):
     return getattr(module, config_name), getattr(module, model_name)
 
 
+# Layer counts a stack may set to 0 (a model without that stack still trains: an ablation); every other integer
+# architecture key is a size or a count of at least 1.
+_MAY_BE_ZERO = frozenset({"encoder_layers", "decoder_layers", "adaptive_layers", "source_layers", "value_layers"})
+# Keys that make transformers import Python modules from a folder, or allow it to: benchbuild never runs such code.
+_CODE_KEYS = ("auto_map", "trust_remote_code")
+
+
 def _check_architecture(architecture: dict, where: str) -> None:
+    """`architecture` (a `[architecture]` table, or one with overrides merged) names a kind, keys of that kind's
+    config with values of their types and in range, and a model the config accepts; errors name `where`."""
     kind = architecture.get("kind")
     if kind is None:
         raise BenchbuildError(f"{where}: [architecture] has no 'kind' (one of {', '.join(KINDS)})")
@@ -120,8 +134,72 @@ def _check_architecture(architecture: dict, where: str) -> None:
             raise BenchbuildError(f"{where}: an hf [architecture] needs exactly one of 'path' or 'model_type'")
         if "path" in architecture:
             check_keys(architecture, {"kind", "path"}, where, "[architecture]")
+        for key in _CODE_KEYS:
+            if key in architecture:
+                raise BenchbuildError(f"{where}: an hf [architecture] may not set {key!r}: benchbuild never runs "
+                                      "code from a model folder")
+        _check_ranges(architecture, f"{where}: [architecture] ", sizes=False)
         return
-    check_keys(architecture, _classes(kind)[0].architecture_keys() | {"kind"}, where, "[architecture]")
+    values = check_table(_architecture_schema(kind), architecture, where, "[architecture]", complete=False)
+    _check_ranges(values, f"{where}: [architecture] ")
+    _check_config(kind, values, f"{where}: [architecture]")
+
+
+def checked_architecture_overrides(entry: ModelEntry, family: str, overrides: dict, option: str) -> dict:
+    """Architecture keys given as command-line option `option` (`--ensemble-architecture KEY=VALUE`) over `entry`'s
+    architecture for recipe `family`: each a key of the entry's kind, of its type and in its range, and together a
+    model that kind's config accepts. A refusal names `option`, not the catalogue file."""
+    architecture = {**resolved_architecture(entry, family), **overrides}
+    kind = architecture.get("kind")
+    if kind == "hf" or kind not in KINDS:
+        _check_architecture(architecture, option)
+        return dict(overrides)
+    checked = check_overrides(_architecture_schema(kind), overrides, option, noun="architecture key")
+    _check_ranges(checked, f"{option} ")
+    _check_config(kind, {**architecture, **checked}, option)
+    return checked
+
+
+@functools.cache
+def _architecture_schema(kind: str) -> type:
+    """A dataclass of zoo kind `kind`'s architecture keys, typed as its config's `__init__` declares them (what
+    `toml_schema` checks values against)."""
+    config_class = _classes(kind)[0]
+    fields: list[tuple[str, Any, Any]] = [("kind", str, field(default=kind))]
+    for key in sorted(config_class.architecture_keys()):
+        owner = next(klass for klass in config_class.__mro__
+                     if "__init__" in klass.__dict__ and key in inspect.signature(klass.__init__).parameters)
+        fields.append((key, typing.get_type_hints(owner.__init__)[key], field(default=None)))
+    return dataclasses.make_dataclass(f"{config_class.__name__}Architecture", fields, frozen=True)
+
+
+def _out_of_range(key: str, value: Any, sizes: bool) -> str | None:
+    """What architecture value `value` of `key` must be, when it is not (dropout a probability, a number finite, with
+    `sizes` an integer at least 1, a layer count at least 0); None when it is fine."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value):
+        return "must be a finite number"
+    if key.endswith("dropout") and not 0.0 <= value < 1.0:
+        return "must be in [0, 1) (a dropout probability)"
+    if sizes and isinstance(value, int) and value < (0 if key in _MAY_BE_ZERO else 1):
+        return "must not be negative (at least 0)" if key in _MAY_BE_ZERO else "must be positive (at least 1)"
+    return None
+
+
+def _check_ranges(values: dict, label: str, sizes: bool = True) -> None:
+    for key, value in values.items():
+        if (allowed := _out_of_range(key, value, sizes)) is not None:
+            raise BenchbuildError(f"{label}{key} {allowed}; got {value!r}")
+
+
+def _check_config(kind: str, values: dict, label: str) -> None:
+    """Build the kind's config (no weights): its own checks (a choice's name, d_model divisible by num_heads) run
+    now, not when the model is built."""
+    try:
+        _classes(kind)[0](**{key: value for key, value in values.items() if key != "kind"})
+    except BenchbuildError as error:
+        raise BenchbuildError(f"{label}: {error}") from None
 
 
 def _read(path: Path, extended_by: tuple[Path, ...] = ()) -> ModelEntry:
@@ -141,10 +219,12 @@ def _read(path: Path, extended_by: tuple[Path, ...] = ()) -> ModelEntry:
         recipes = {family: _merged_recipe(inherited.get(family, {}), recipes.get(family, {}))
                    for family in {**inherited, **recipes}}
     _check_architecture(architecture, where)
+    _check_hf_source(architecture, path)
     for family, recipe in recipes.items():
         from_table(TrainingRecipe, recipe, where, f"[recipe.{family}]")  # complete, and every value in range
         if recipe.get("architecture"):
             _check_architecture({**architecture, **recipe["architecture"]}, f"{where} [recipe.{family}.architecture]")
+            _check_hf_source({**architecture, **recipe["architecture"]}, path)
     for number, row in enumerate(reported, start=1):
         if row.get("recipe") and row["recipe"] not in recipes:
             raise BenchbuildError(f"{where}: [[reported]] #{number} recipe {row['recipe']!r} is not a recipe of "
@@ -226,33 +306,54 @@ def leave_lengths_to_calls(generation_config) -> None:
     generation_config.max_new_tokens = None
 
 
+def _hf_source(architecture: dict, entry_path: Path) -> Path:
+    """The config or checkpoint an hf entry's `path` names (relative to the entry file), checked: it exists and
+    declares no custom code (`zoo.loading.refuse_remote_code`)."""
+    from benchbuild.zoo.loading import refuse_remote_code
+
+    source = Path(architecture["path"]).expanduser()
+    if not source.is_absolute():
+        source = entry_path.parent / source
+    if not source.exists():
+        raise BenchbuildError(f"{entry_path}: architecture.path {str(source)!r} does not exist")
+    refuse_remote_code(source)
+    return source
+
+
+def _check_hf_source(architecture: dict, entry_path: Path) -> None:
+    """A folder with custom code is refused when the entry is read, before any work."""
+    if architecture["kind"] == "hf" and "path" in architecture:
+        _hf_source(architecture, entry_path)
+
+
 def _build_hf(architecture: dict, entry_path: Path, vocab_size: int, ids: dict):
     from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
     if "path" in architecture:
-        source = Path(architecture["path"]).expanduser()
-        if not source.is_absolute():
-            source = entry_path.parent / source
-        if not source.exists():
-            raise BenchbuildError(f"{entry_path}: architecture.path {str(source)!r} does not exist")
+        source = _hf_source(architecture, entry_path)
         weights = source.is_dir() and any((source / name).exists() for name in
                                           ("model.safetensors", "model.safetensors.index.json"))
         pickled = source.is_dir() and any(source.glob("pytorch_model*.bin"))
         if pickled and not weights:
             raise BenchbuildError(f"{entry_path}: {source} holds pickled weights only (pytorch_model*.bin); "
                                   "benchbuild loads safetensors checkpoints only, never pickled code")
-        if weights:
-            model = AutoModelForSeq2SeqLM.from_pretrained(source, local_files_only=True, use_safetensors=True)
-        else:
-            config = AutoConfig.from_pretrained(source, local_files_only=True)
-            model = AutoModelForSeq2SeqLM.from_config(config)
+        try:
+            if weights:
+                model = AutoModelForSeq2SeqLM.from_pretrained(source, local_files_only=True, use_safetensors=True,
+                                                              trust_remote_code=False)
+            else:
+                config = AutoConfig.from_pretrained(source, local_files_only=True, trust_remote_code=False)
+                model = AutoModelForSeq2SeqLM.from_config(config, trust_remote_code=False)
+        except (OSError, ValueError, KeyError) as error:  # transformers' words for a config it cannot read
+            raise BenchbuildError(f"{entry_path}: architecture.path {source} cannot be loaded as a transformers "
+                                  f"seq2seq model ({' '.join(str(error).split())[:200]})") from None
     else:
         settings = dict(architecture)
         # A model trained from scratch ends where it predicts EOS, like every other zoo model: no forced tokens.
         settings.setdefault("forced_eos_token_id", None)
         settings.setdefault("forced_bos_token_id", None)
         config = AutoConfig.for_model(settings.pop("model_type"), vocab_size=vocab_size, **ids, **settings)
-        model = AutoModelForSeq2SeqLM.from_config(config)
+        model = AutoModelForSeq2SeqLM.from_config(config, trust_remote_code=False)
     if model.get_input_embeddings().weight.shape[0] != vocab_size:
         model.resize_token_embeddings(vocab_size)
     for key, value in ids.items():

@@ -29,6 +29,8 @@ _NOT_NEGATIVE = ("warmup_steps", "weight_decay", "grad_clip")
 def _out_of_range(key: str, value: Any) -> str | None:
     """The allowed range of recipe key `key` ("must be ..."), when `value` lies outside it; None when inside or when
     the key has no range. One rule for the catalogue's recipes and for command-line overrides."""
+    if isinstance(value, float) and not math.isfinite(value):  # `--set learning_rate=inf` trains to NaN
+        return "must be a finite number"
     if key in _COUNTS and not value >= 1:
         return "must be positive (at least 1)"
     if key == "learning_rate" and not value > 0:
@@ -39,6 +41,8 @@ def _out_of_range(key: str, value: Any) -> str | None:
         return "must be in [0, 1)"
     if key == "bpe_vocab_size" and value is not None and not value > 4:
         return "must exceed 4 (at least 5)"
+    if key in ("adam_beta1", "adam_beta2") and not 0.0 <= value < 1.0:
+        return "must be in [0, 1) (an Adam moment decay)"
     if key == "held_out" and not 0.0 < value <= 0.5:
         return "must be in (0, 0.5]"
     return None

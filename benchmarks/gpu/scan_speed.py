@@ -29,7 +29,7 @@ from benchbuild.evaluation.evaluate import evaluate_run
 from benchbuild.scan.build import build_scan
 from benchbuild.scan.parameters import ScanParameters
 from benchbuild.training.loop import train
-from benchbuild.training.run_folder import load_model
+from benchbuild.zoo.loading import load_model
 from benchbuild.training.validation import greedy_matches
 from benchbuild.zoo import load_entry
 from benchbuild.zoo.catalogue import resolved_architecture

@@ -25,7 +25,7 @@ from benchbuild.benchmark import load_splits
 from benchbuild.cli import app
 from benchbuild.device import mixed_precision
 from benchbuild.training import train
-from benchbuild.training.run_folder import load_model
+from benchbuild.zoo.loading import load_model
 from benchbuild.zoo import load_entry
 
 pytestmark = [pytest.mark.gpu, pytest.mark.shared]

@@ -53,7 +53,7 @@ def test_a_run_takes_the_recipe_its_benchmarks_reported_number_was_made_with(tin
 
 def test_the_run_folders_model_card_states_size_recipe_selection_and_the_papers_number(tiny_scan, two_paper_model,
                                                                                        tmp_path):
-    from benchbuild.training.run_folder import load_model
+    from benchbuild.zoo.loading import load_model
 
     train(two_paper_model, tiny_scan, tmp_path / "run", device="cpu", progress=False, max_steps=2)
     card = (tmp_path / "run" / "README.md").read_text()

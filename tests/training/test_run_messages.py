@@ -15,7 +15,7 @@ from benchbuild.cli import main
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.loop import RunOptions, prepare, step, train, training_status
 from benchbuild.run_folder import STATE_FILE
-from benchbuild.training.run_folder import load_model
+from benchbuild.zoo.loading import load_model
 
 
 @pytest.fixture(scope="module")

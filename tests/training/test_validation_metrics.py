@@ -11,7 +11,7 @@ from benchbuild import zoo
 from benchbuild.cli import app
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.loop import selects, train
-from benchbuild.training.run_folder import load_model
+from benchbuild.zoo.loading import load_model
 from benchbuild.zoo.recipe import TrainingRecipe
 
 pytestmark = pytest.mark.shared
