@@ -1,4 +1,6 @@
-"""Shared fixtures: the `../shared` data folder (skip when absent, fail when BENCHBUILD_REQUIRE_SHARED=1)."""
+"""Shared fixtures: the `../shared` data folder (skip when absent, fail when BENCHBUILD_REQUIRE_SHARED=1) and a small
+SCAN benchmark read from it; every test that uses that folder is marked `shared`, so `-m "not shared"` runs without
+it."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from small_inputs import scan_file_rows, write_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,20 +30,45 @@ def shared_data() -> Path:
     return data
 
 
+@pytest.fixture(scope="session")
+def tiny_scan(shared_data: Path, tmp_path_factory) -> Path:
+    """A SCAN benchmark folder (`scan/simple`: word tokenizer, the SCAN recipe) of the first 120 train and 20 test
+    rows of the canonical `simple` files with at most 4 actions; training holds 12 train rows out for validation."""
+    folder = shared_data / "scan" / "simple_split"
+    splits = {"train": scan_file_rows(folder / "tasks_train_simple.txt", "train", 120, 4),
+              "test": scan_file_rows(folder / "tasks_test_simple.txt", "test", 20, 4)}
+    return write_benchmark(tmp_path_factory.mktemp("bench") / "simple", splits, "scan", "simple")
+
+
+@pytest.fixture(scope="session")
+def kill_seed() -> int:
+    """The seed of the tests' random kill points: `BENCHBUILD_KILL_SEED` when set, else drawn afresh each session.
+    Tests print it with each kill point and name it in their failures, so a failing point can be replayed."""
+    import random
+
+    return int(os.environ.get("BENCHBUILD_KILL_SEED") or random.SystemRandom().randrange(2 ** 32))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def one_torch_thread():
-    """Run torch on one thread: the models in tests are tiny, and on a 2-core box two threads contend."""
-    import torch
+    """Run torch on one thread for the whole session: the models in tests are tiny, and on a 2-core box two threads
+    contend. numba's OpenMP layer, at its first dropout kernel, would reset the count to the machine's (so tests
+    after it computed otherwise): it is started first, as `benchbuild.device.cpu_threads` does."""
+    from benchbuild.device import cpu_threads
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with cpu_threads(1):
+        yield
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config, items):
+    """A test that uses `shared_data` (itself or through a fixture such as `tiny_scan`) is marked `shared`, whether
+    or not its file says so; without CUDA, `gpu` tests are skipped."""
     import torch
 
+    for item in items:
+        if "shared_data" in getattr(item, "fixturenames", ()) and item.get_closest_marker("shared") is None:
+            item.add_marker(pytest.mark.shared)
     if not torch.cuda.is_available():
         skip_gpu = pytest.mark.skip(reason="needs CUDA; none on this machine")
         for item in items:

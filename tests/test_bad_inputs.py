@@ -11,20 +11,16 @@ from pathlib import Path
 
 import datasets
 import pytest
+from commands import benchbuild, refused
+from small_inputs import WORDS, build_react, write_lines
 
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts, load_splits
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo import load_entry
-from test_errors_and_recovery import BENCHBUILD, WORDS, _react, _refused, _write
 
 SMALL_BUILD = ["--allow-small", "--pool-size", "10", "--drop-top", "0", "--band", "5", "--sample", "2"]
 TEXT = datasets.Features({"id": datasets.Value("string"), "source": datasets.Value("string"),
                           "target": datasets.Value("string")})
-
-
-def _benchbuild(*arguments: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*BENCHBUILD, *map(str, arguments)], capture_output=True, text=True, input="",
-                          timeout=600)
 
 
 def _benchmark(out: Path, rows: int = 40, format: str = "arrow", columns: tuple[str, ...] = ("source", "target"),
@@ -42,7 +38,7 @@ def _benchmark(out: Path, rows: int = 40, format: str = "arrow", columns: tuple[
 # --- build-react: every option checked before the first stage ---------------------------------------------------
 
 def _react_with(tmp_path: Path, *extra: str | Path) -> subprocess.CompletedProcess:
-    return _react(tmp_path, ["a b c d e f", "j i h g", "c a e"], *SMALL_BUILD, *map(str, extra))
+    return build_react(tmp_path, ["a b c d e f", "j i h g", "c a e"], *SMALL_BUILD, *map(str, extra))
 
 
 @pytest.mark.parametrize("option, value, phrase", [
@@ -55,15 +51,15 @@ def _react_with(tmp_path: Path, *extra: str | Path) -> subprocess.CompletedProce
 def test_build_react_refuses_a_member_option_the_model_or_recipe_cannot_take_before_the_first_stage(
         tmp_path, option, value, phrase):
     done = _react_with(tmp_path, option, value)
-    _refused(done, phrase)
+    refused(done, phrase)
     assert "normalizing" not in done.stderr and "compositional degree" not in done.stderr  # no stage started
     assert not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()
 
 
 def test_build_react_refuses_a_cache_dir_that_is_a_file_before_the_first_stage(tmp_path):
-    cache = _write(tmp_path / "notes.txt", ["keep me"])
+    cache = write_lines(tmp_path / "notes.txt", ["keep me"])
     done = _react_with(tmp_path, "--cache-dir", cache)
-    _refused(done, f"--cache-dir {cache} is a file, not a folder")
+    refused(done, f"--cache-dir {cache} is a file, not a folder")
     assert "normalizing" not in done.stderr
     assert cache.read_text(encoding="utf-8") == "keep me\n" and not (tmp_path / "out").exists()
 
@@ -71,7 +67,7 @@ def test_build_react_refuses_a_cache_dir_that_is_a_file_before_the_first_stage(t
 @pytest.mark.parametrize("cache", ["out", "out/cache", "."])
 def test_build_react_refuses_a_cache_dir_in_or_around_the_output_before_the_first_stage(tmp_path, cache):
     done = _react_with(tmp_path, "--cache-dir", tmp_path / cache)
-    _refused(done, f"--cache-dir {tmp_path / cache}")
+    refused(done, f"--cache-dir {tmp_path / cache}")
     assert "normalizing" not in done.stderr and not (tmp_path / "out").exists()
 
 
@@ -99,9 +95,9 @@ def test_architecture_overrides_are_checked_against_the_models_types_and_ranges(
     ("adam_beta2=1.0", "--set adam_beta2 must be in [0, 1)"),
 ])
 def test_train_refuses_a_recipe_value_that_cannot_train_before_the_run_folder_exists(tmp_path, setting, phrase):
-    done = _benchbuild("train", "--model", "transformer", "--data", _benchmark(tmp_path / "data"), "--out",
-                       tmp_path / "run", "--device", "cpu", "--max-steps", "1", "--set", setting)
-    _refused(done, phrase)
+    done = benchbuild("train", "--model", "transformer", "--data", _benchmark(tmp_path / "data"), "--out",
+                      tmp_path / "run", "--device", "cpu", "--max-steps", "1", "--set", setting)
+    refused(done, phrase)
     assert not (tmp_path / "run").exists()
 
 
@@ -113,9 +109,9 @@ def test_train_refuses_a_model_file_whose_architecture_cannot_build_naming_the_f
     model = tmp_path / "mine.toml"
     model.write_text(f'name = "mine"\npaper = "-"\nsummary = "x"\nextends = "transformer"\n[architecture]\n{line}\n',
                      encoding="utf-8")
-    done = _benchbuild("train", "--model", model, "--data", _benchmark(tmp_path / "data"), "--out", tmp_path / "run",
-                       "--device", "cpu", "--max-steps", "1")
-    _refused(done, f"{model}: ", phrase)
+    done = benchbuild("train", "--model", model, "--data", _benchmark(tmp_path / "data"), "--out", tmp_path / "run",
+                      "--device", "cpu", "--max-steps", "1")
+    refused(done, f"{model}: ", phrase)
     assert not (tmp_path / "run").exists()
 
 
@@ -124,23 +120,23 @@ def test_train_refuses_a_model_file_whose_architecture_cannot_build_naming_the_f
 def test_stats_refuses_an_empty_against_file(tmp_path):
     empty = tmp_path / "empty.de"
     empty.write_bytes(b"")
-    _refused(_benchbuild("stats", _benchmark(tmp_path / "data"), "--split", "test", "--against", empty),
-             f"--against `{empty}` holds no sentence")
+    refused(benchbuild("stats", _benchmark(tmp_path / "data"), "--split", "test", "--against", empty),
+            f"--against `{empty}` holds no sentence")
 
 
 def test_stats_refuses_a_benchmark_whose_train_split_is_empty(tmp_path):
     folder = _benchmark(tmp_path / "data", train=[])
-    _refused(_benchbuild("stats", folder, "--split", "test"), f"the train split of {folder} holds no sentence")
-    _refused(_benchbuild("stats", _benchmark(tmp_path / "other"), "--split", "test", "--against", folder),
-             f"the train split of --against {folder} holds no sentence")
+    refused(benchbuild("stats", folder, "--split", "test"), f"the train split of {folder} holds no sentence")
+    refused(benchbuild("stats", _benchmark(tmp_path / "other"), "--split", "test", "--against", folder),
+            f"the train split of --against {folder} holds no sentence")
 
 
 def test_stats_refuses_an_against_folder_without_a_train_split(tmp_path):
     folder = tmp_path / "test_only"
     datasets.DatasetDict({"test": datasets.Dataset.from_list([{"source": "a b", "target": "a b"}])}).save_to_disk(
         str(folder))
-    _refused(_benchbuild("stats", _benchmark(tmp_path / "data"), "--split", "test", "--against", folder),
-             f"--against {folder} has no train split (splits: test)")
+    refused(benchbuild("stats", _benchmark(tmp_path / "data"), "--split", "test", "--against", folder),
+            f"--against {folder} has no train split (splits: test)")
 
 
 # --- a 0-byte training corpus --------------------------------------------------------------------------------------
@@ -149,9 +145,9 @@ def test_degree_refuses_a_zero_byte_training_corpus_naming_it(tmp_path):
     """Needs `degree` to read its training corpus with `corpus.read_sentences(train_source, "--train-src", ...)`."""
     train = tmp_path / "train.de"
     train.write_bytes(b"")
-    done = _benchbuild("degree", "--train-src", train, "--pool", _write(tmp_path / "pool.de", ["a b"]), "--out",
-                       tmp_path / "degree.tsv")
-    _refused(done, f"--train-src `{train}` holds no sentence")
+    done = benchbuild("degree", "--train-src", train, "--pool", write_lines(tmp_path / "pool.de", ["a b"]), "--out",
+                      tmp_path / "degree.tsv")
+    refused(done, f"--train-src `{train}` holds no sentence")
     assert not (tmp_path / "degree.tsv").exists()
 
 
@@ -199,8 +195,8 @@ def test_a_damaged_benchmark_folder_is_one_line_naming_the_file_and_how_to_rebui
     format, spoil, phrases = DAMAGES[damage]
     folder = _benchmark(tmp_path / "data", format=format)
     spoil(folder)
-    done = _benchbuild("stats", folder, "--split", "test")
-    _refused(done, str(folder), *phrases)
+    done = benchbuild("stats", folder, "--split", "test")
+    refused(done, str(folder), *phrases)
     line = done.stderr.splitlines()[-1]
     assert "rebuild it with --overwrite (build.json records the command that wrote it: benchbuild build-x)" in line \
         or f"delete {folder} (its build.json is unreadable) and rebuild it" in line
@@ -210,16 +206,16 @@ def test_a_damaged_benchmark_folder_is_one_line_naming_the_file_and_how_to_rebui
 def test_train_on_a_damaged_benchmark_is_refused_before_the_run_folder_exists(tmp_path):
     folder = _benchmark(tmp_path / "data", format="jsonl")
     _cut_last_line(folder / "data" / "train.jsonl")
-    done = _benchbuild("train", "--model", "transformer", "--data", folder, "--out", tmp_path / "run", "--device",
-                       "cpu", "--max-steps", "1")
-    _refused(done, "train.jsonl cannot be read (line 40 is not a complete JSON object)", "rebuild it")
+    done = benchbuild("train", "--model", "transformer", "--data", folder, "--out", tmp_path / "run", "--device",
+                      "cpu", "--max-steps", "1")
+    refused(done, "train.jsonl cannot be read (line 40 is not a complete JSON object)", "rebuild it")
     assert not (tmp_path / "run").exists()
 
 
 def test_a_split_without_a_source_column_is_named_with_its_columns(tmp_path):
     folder = _benchmark(tmp_path / "data", columns=("input", "target"))
-    _refused(_benchbuild("stats", folder, "--split", "test"),
-             f"{folder / 'train'} has no 'source' column (columns: id, input, target)")
+    refused(benchbuild("stats", folder, "--split", "test"),
+            f"{folder / 'train'} has no 'source' column (columns: id, input, target)")
 
 
 @pytest.mark.parametrize("format", ["arrow", "parquet", "jsonl"])
@@ -239,9 +235,9 @@ def test_noun_adj_sets_aside_a_pair_longer_than_the_parser_takes_and_counts_it_i
               ("The solution is good and " + "very " * 240_000 + "clear.", "La solution est bonne."),
               ("Parliament took a specific decision yesterday.", "Le Parlement a pris une décision spécifique hier."),
               ("The report is about energy.", "Le rapport porte sur l'énergie.")]
-    english = _write(tmp_path / "corpus.en", [english for english, _ in corpus])
-    french = _write(tmp_path / "corpus.fr", [french for _, french in corpus])
-    done = _benchbuild("build-noun-adj", "--en", english, "--fr", french, "--out", tmp_path / "out")
+    english = write_lines(tmp_path / "corpus.en", [english for english, _ in corpus])
+    french = write_lines(tmp_path / "corpus.fr", [french for _, french in corpus])
+    done = benchbuild("build-noun-adj", "--en", english, "--fr", french, "--out", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
     assert ("| neither split: holds a target-noun form but a side is longer than 1,000,000 characters (not parsed) "

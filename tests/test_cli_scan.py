@@ -8,6 +8,12 @@ from pathlib import Path
 
 import datasets
 import pytest
+from scan_counts import (
+    ADDPRIM_JUMP_BARE_REPEATS,
+    ADDPRIM_JUMP_TEST,
+    LENGTH_CUTOFF_26,
+    SIMPLE,
+)
 
 from benchbuild.benchmark import read_build_info
 
@@ -32,9 +38,10 @@ def test_build_scan_writes_loadable_folders_with_cards(tmp_path):
     benchbuild("build-scan", "--out", tmp_path, "--split", "addprim_jump", "--split", "length_cutoff_26", check=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["addprim_jump", "length_cutoff_26"]
     cutoff = datasets.load_from_disk(str(tmp_path / "length_cutoff_26"))
-    assert {name: len(split) for name, split in cutoff.items()} == {"train": 16_458, "validation": 1_828, "test": 2_624}
+    assert {name: len(split) for name, split in cutoff.items()} == LENGTH_CUTOFF_26
     card = (tmp_path / "addprim_jump" / "README.md").read_text()
-    assert card.startswith("---\n") and "repeated 1,467 times" in card and "| test | 7,706 |" in card
+    assert card.startswith("---\n") and f"repeated {ADDPRIM_JUMP_BARE_REPEATS:,} times" in card
+    assert f"| test | {ADDPRIM_JUMP_TEST:,} |" in card
 
 
 def test_parquet_and_jsonl_formats(tmp_path):
@@ -42,7 +49,7 @@ def test_parquet_and_jsonl_formats(tmp_path):
     benchbuild("build-scan", "--out", tmp_path / "j", "--split", "simple", "--format", "jsonl", check=True)
     parquet = datasets.load_dataset("parquet", data_dir=str(tmp_path / "p" / "simple" / "data"))
     lines = (tmp_path / "j" / "simple" / "data" / "test.jsonl").read_text().splitlines()
-    assert len(parquet["train"]) == 16_728 and len(lines) == 4_182
+    assert len(parquet["train"]) == SIMPLE["train"] and len(lines) == SIMPLE["test"]
     assert json.loads(lines[0]).keys() == {"id", "source", "target"}
 
 

@@ -5,55 +5,18 @@ files; killed builds: test_kill_builds.py)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+
+from commands import BENCHBUILD, benchbuild, refused
+from small_inputs import WORDS, build_react, write_lines
 
 from benchbuild.benchmark import read_build_info
 
-BENCHBUILD = [str(Path(sys.executable).parent / "benchbuild")]
-WORDS = "a b c d e f g h i j".split()
-TINY_ENSEMBLE = ["--ensemble-size", "1", "--max-steps", "2", "--ensemble-architecture", "d_model=32",
-                 "--ensemble-architecture", "num_heads=2", "--ensemble-architecture", "d_ff=64",
-                 "--ensemble-architecture", "encoder_layers=1", "--ensemble-architecture", "decoder_layers=1",
-                 "--ensemble-set", "bpe_vocab_size=100", "--ensemble-set", "batch_size=16",
-                 "--ensemble-set", "warmup_steps=1", "--ensemble-set", "eval_every=1000",
-                 "--min-word-count", "1", "--min-ngram-count", "1", "--device", "cpu"]
-
-
-def _write(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
-
-
-def _benchbuild(*arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*BENCHBUILD, *map(str, arguments)], capture_output=True, text=True)
-
-
-def _training_lines() -> list[str]:
-    return [" ".join(WORDS[(row * 7 + column * 3) % len(WORDS)] for column in range(5)) for row in range(40)]
-
-
-def _react(tmp_path: Path, pool: list[str], *extra: str, train: list[str] | None = None) -> subprocess.CompletedProcess:
-    train = _training_lines() if train is None else train
-    train_src, train_tgt = _write(tmp_path / "train.de", train), _write(tmp_path / "train.en", train)
-    pool_src, pool_tgt = _write(tmp_path / "pool.de", pool), _write(tmp_path / "pool.en", pool)
-    return _benchbuild("build-react", "--out", tmp_path / "out", "--train-src", train_src, "--train-tgt", train_tgt,
-                       "--pool-src", pool_src, "--pool-tgt", pool_tgt, "--cache-dir", tmp_path / "cache",
-                       *TINY_ENSEMBLE, *extra)
-
-
-def _refused(done: subprocess.CompletedProcess, *phrases: str) -> None:
-    assert done.returncode in (1, 2), done.stdout + done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("benchbuild: error:")]
-    assert len(errors) == 1 and done.stderr.rstrip().endswith(errors[0]), done.stderr  # progress bars may precede
-    for phrase in phrases:
-        assert phrase in errors[0], done.stderr
-
 
 def test_react_pool_with_no_in_vocabulary_line_is_refused_before_the_ensemble_trains(tmp_path):
-    done = _react(tmp_path, ["xx yy", "zz qq"], "--allow-small", "--pool-size", "10", "--drop-top", "0",
-                  "--band", "5", "--sample", "2")
-    _refused(done, "no pool sentence is left as a candidate", "2 have a source word seen fewer than")
+    done = build_react(tmp_path, ["xx yy", "zz qq"], "--allow-small", "--pool-size", "10", "--drop-top", "0",
+                       "--band", "5", "--sample", "2")
+    refused(done, "no pool sentence is left as a candidate", "2 have a source word seen fewer than")
     assert "training ━" not in done.stderr  # the members' progress bar: the ensemble never started
     assert not (tmp_path / "out").exists()
     assert not list((tmp_path / "cache").glob("ensemble-*"))
@@ -62,8 +25,8 @@ def test_react_pool_with_no_in_vocabulary_line_is_refused_before_the_ensemble_tr
 def test_react_allow_small_with_fewer_candidates_than_asked_builds_a_small_cg_test_and_records_the_shortfall(
         tmp_path):
     pool = ["a b c d e f", "j i h g", "c a e"]
-    done = _react(tmp_path, pool, "--allow-small", "--pool-size", "10", "--drop-top", "0", "--band", "5",
-                  "--sample", "2")
+    done = build_react(tmp_path, pool, "--allow-small", "--pool-size", "10", "--drop-top", "0", "--band", "5",
+                       "--sample", "2")
     assert done.returncode == 0, done.stderr
     card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
     assert "candidate pool is 7 sentences short of `pool_size`" in card
@@ -71,17 +34,17 @@ def test_react_allow_small_with_fewer_candidates_than_asked_builds_a_small_cg_te
 
 
 def test_react_fewer_candidates_than_drop_top_is_refused_before_the_ensemble_trains(tmp_path):
-    done = _react(tmp_path, ["a b c d e f", "j i h g"], "--allow-small", "--pool-size", "10", "--drop-top", "5",
-                  "--band", "5", "--sample", "2")
-    _refused(done, "only 2 candidates remain and --drop-top 5")
+    done = build_react(tmp_path, ["a b c d e f", "j i h g"], "--allow-small", "--pool-size", "10", "--drop-top", "5",
+                       "--band", "5", "--sample", "2")
+    refused(done, "only 2 candidates remain and --drop-top 5")
     assert not (tmp_path / "out").exists()
 
 
 def test_react_pool_line_longer_than_max_length_is_set_aside_and_counted(tmp_path):
     long_line = " ".join(WORDS[i % len(WORDS)] for i in range(300))
     pool = ["a b c d e f", long_line, "j i h g", "c a e"]
-    done = _react(tmp_path, pool, "--allow-small", "--pool-size", "10", "--drop-top", "0", "--band", "5",
-                  "--sample", "3", "--max-length", "100")
+    done = build_react(tmp_path, pool, "--allow-small", "--pool-size", "10", "--drop-top", "0", "--band", "5",
+                       "--sample", "3", "--max-length", "100")
     assert done.returncode == 0, done.stderr
     card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
     assert "pool: pairs longer than 100 tokens set aside (--max-length) | 1" in card
@@ -90,14 +53,14 @@ def test_react_pool_line_longer_than_max_length_is_set_aside_and_counted(tmp_pat
 
 
 def test_react_empty_training_corpus_is_refused_naming_the_file(tmp_path):
-    done = _react(tmp_path, ["a b c"], "--allow-small", train=[])
-    _refused(done, "training corpus", "train.de", "no non-empty pair")
+    done = build_react(tmp_path, ["a b c"], "--allow-small", train=[])
+    refused(done, "training corpus", "train.de", "no non-empty pair")
     assert not (tmp_path / "out").exists()
 
 
 def test_react_empty_pool_is_refused_naming_the_file(tmp_path):
-    done = _react(tmp_path, [], "--allow-small")
-    _refused(done, "candidate pool 0", "pool.de", "no non-empty pair")
+    done = build_react(tmp_path, [], "--allow-small")
+    refused(done, "candidate pool 0", "pool.de", "no non-empty pair")
     assert not (tmp_path / "out").exists()
 
 
@@ -113,14 +76,14 @@ NOUNADJ_CORPUS = [
 
 
 def _noun_adj(tmp_path: Path, pairs: list[tuple[str, str]]) -> list[str]:
-    en = _write(tmp_path / "corpus.en", [english for english, _ in pairs])
-    fr = _write(tmp_path / "corpus.fr", [french for _, french in pairs])
-    return [*BENCHBUILD, "build-noun-adj", "--en", str(en), "--fr", str(fr), "--out", str(tmp_path / "out")]
+    en = write_lines(tmp_path / "corpus.en", [english for english, _ in pairs])
+    fr = write_lines(tmp_path / "corpus.fr", [french for _, french in pairs])
+    return [BENCHBUILD, "build-noun-adj", "--en", str(en), "--fr", str(fr), "--out", str(tmp_path / "out")]
 
 
 def test_noun_adj_empty_corpus_is_refused_naming_the_files(tmp_path):
     done = subprocess.run(_noun_adj(tmp_path, []), capture_output=True, text=True)
-    _refused(done, "corpus.en", "corpus.fr", "is empty")
+    refused(done, "corpus.en", "corpus.fr", "is empty")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.en", "corpus.fr"]
 
 
@@ -128,12 +91,12 @@ def test_noun_adj_corpus_without_a_target_noun_is_refused_as_an_empty_test_split
     corpus = [("The weather is nice today.", "Il fait beau aujourd'hui."), ("We thank the rapporteur.",
                                                                             "Nous remercions le rapporteur.")]
     done = subprocess.run(_noun_adj(tmp_path, corpus), capture_output=True, text=True)
-    _refused(done, "corpus.en", "holds a target noun", "test split would be empty")
+    refused(done, "corpus.en", "holds a target noun", "test split would be empty")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.en", "corpus.fr"]
 
 
 def _scan(out: Path, *extra: str) -> subprocess.CompletedProcess:
-    return _benchbuild("build-scan", "--split", "simple", "--split", "addprim_jump", "--out", out, *extra)
+    return benchbuild("build-scan", "--split", "simple", "--split", "addprim_jump", "--out", out, *extra)
 
 
 def test_scan_rerun_of_the_same_command_builds_only_the_missing_splittings(tmp_path):
@@ -154,7 +117,7 @@ def test_scan_rerun_with_other_options_still_needs_overwrite_naming_the_folder(t
     assert _scan(tmp_path / "scan").returncode == 0
     card = (tmp_path / "scan" / "simple" / "README.md").read_bytes()
     done = _scan(tmp_path / "scan", "--format", "jsonl")
-    _refused(done, str(tmp_path / "scan" / "simple"), "--overwrite")
+    refused(done, str(tmp_path / "scan" / "simple"), "--overwrite")
     assert (tmp_path / "scan" / "simple" / "README.md").read_bytes() == card
     assert not (tmp_path / "scan" / "simple" / "data").exists()
 
@@ -162,15 +125,15 @@ def test_scan_rerun_with_other_options_still_needs_overwrite_naming_the_folder(t
 def test_noun_adj_build_whose_test_split_would_be_empty_is_refused_naming_allow_small_and_writes_nothing(tmp_path):
     corpus = [NOUNADJ_CORPUS[index] for index in (0, 2, 4, 5)]  # target nouns, but none with a held-out pairing
     done = subprocess.run(_noun_adj(tmp_path, corpus), capture_output=True, text=True)
-    _refused(done, "the test split would be empty", "none of the 3 sentences holding a target noun has a held-out "
-             "pairing", "give a larger corpus", "--allow-small")
+    refused(done, "the test split would be empty", "none of the 3 sentences holding a target noun has a held-out "
+            "pairing", "give a larger corpus", "--allow-small")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.en", "corpus.fr"]  # no output, no work folder
 
 
 def test_noun_adj_require_reference_match_dropping_every_test_row_is_refused_naming_it(tmp_path):
     corpus = [("The first solution was rejected.", "La solution initiale a été rejetée."), NOUNADJ_CORPUS[0]]
     done = subprocess.run([*_noun_adj(tmp_path, corpus), "--require-reference-match"], capture_output=True, text=True)
-    _refused(done, "--require-reference-match dropped all 1 sentences with a held-out pairing", "--allow-small")
+    refused(done, "--require-reference-match dropped all 1 sentences with a held-out pairing", "--allow-small")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.en", "corpus.fr"]
 
 

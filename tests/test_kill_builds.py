@@ -4,10 +4,13 @@ output byte-identical to an uninterrupted run's. One case each for build-scan, b
 degree (twice: its kill window is short), run as `python -m benchbuild` on tiny real inputs (`../shared/data`;
 build-scan generates SCAN from its grammar).
 
-The kill point is random but seeded: the command is started, the test waits until the command has begun its work
-(its first work folder, partial output or cache entry appears), then waits a random share of the rest of an
-uninterrupted run's duration (timed just before, on the same machine) and kills the process group. Under load the
-kill may land anywhere, after the command finished included; every assertion holds wherever it lands.
+The kill point is random and reproducible: the command is started, the test waits until the command has begun its
+work (its first work folder, partial output or cache entry appears), then waits a random share of the rest of an
+uninterrupted run's duration (timed just before, on the same machine) and kills the process group. The share comes
+from the session's `kill_seed` (tests/conftest.py: `BENCHBUILD_KILL_SEED` when set, else drawn afresh); every case
+prints it and every failure names it, so `BENCHBUILD_KILL_SEED=N pytest tests/test_kill_builds.py` draws the same
+shares again. Under load the kill may land anywhere, after the command finished included; every assertion holds
+wherever it lands.
 """
 
 from __future__ import annotations
@@ -19,18 +22,16 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
+from small_inputs import tiny_ensemble, write_lines
 
 BENCHBUILD = [sys.executable, "-m", "benchbuild"]
-TINY_ENSEMBLE = ["--ensemble-size", "1", "--max-steps", "2", "--ensemble-architecture", "d_model=32",
-                 "--ensemble-architecture", "num_heads=2", "--ensemble-architecture", "d_ff=64",
-                 "--ensemble-architecture", "encoder_layers=1", "--ensemble-architecture", "decoder_layers=1",
-                 "--ensemble-set", "bpe_vocab_size=100", "--ensemble-set", "batch_size=16",
-                 "--ensemble-set", "warmup_steps=1", "--ensemble-set", "eval_every=1000", "--device", "cpu"]
+TINY_ENSEMBLE = ["--ensemble-size", "1", "--max-steps", "2",
+                 *tiny_ensemble(bpe_vocab_size=100, batch_size=16, warmup_steps=1, eval_every=1000), "--device", "cpu"]
 
 
 @dataclass(frozen=True)
@@ -50,13 +51,9 @@ def _exists(pattern: str) -> Callable[[Path], bool]:
 
 
 def _head(path: Path, count: int) -> list[str]:
+    """The first `count` lines of `path`, without their line ends."""
     with path.open(encoding="utf-8") as lines:
-        return [line for _, line in zip(range(count), lines)]
-
-
-def _write(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
+        return [line.rstrip("\n") for _, line in zip(range(count), lines)]
 
 
 def _pairs(folder: Path, name: str) -> list[tuple[str, str]]:
@@ -67,7 +64,7 @@ def _pairs(folder: Path, name: str) -> list[tuple[str, str]]:
 def _write_pairs(inputs: Path, name: str, pairs: list[tuple[str, str]]) -> list[str]:
     """The pairs as `NAME.de`/`NAME.en` in `inputs`, and the options naming them (--NAME-src, --NAME-tgt)."""
     for side, lines in (("de", [source for source, _ in pairs]), ("en", [target for _, target in pairs])):
-        _write(inputs / f"{name}.{side}", [line + "\n" for line in lines])
+        write_lines(inputs / f"{name}.{side}", lines)
     return [f"--{name}-src", str(inputs / f"{name}.de"), f"--{name}-tgt", str(inputs / f"{name}.en")]
 
 
@@ -93,8 +90,8 @@ def _build(name: str, shared_data: Callable[[], Path], inputs: Path) -> Build:
     shared = shared_data()
     if name == "build-noun-adj":
         europarl = shared / "europarl-sample"
-        english = _write(inputs / "corpus.en", _head(europarl / "europarl-v7.fr-en.en", 1_000))
-        french = _write(inputs / "corpus.fr", _head(europarl / "europarl-v7.fr-en.fr", 1_000))
+        english = write_lines(inputs / "corpus.en", _head(europarl / "europarl-v7.fr-en.en", 1_000))
+        french = write_lines(inputs / "corpus.fr", _head(europarl / "europarl-v7.fr-en.fr", 1_000))
         # The sample holds no clean swap: its test split is empty, which only --allow-small saves.
         return Build(["build-noun-adj", "--en", str(english), "--fr", str(french), "--out", "out", "--allow-small"],
                      "out", False, _exists(".out.work-*"), False)
@@ -104,7 +101,7 @@ def _build(name: str, shared_data: Callable[[], Path], inputs: Path) -> Build:
                       "--drop-top", "1", "--band", "6", "--sample", "3", "--beam", "1"],
                      "out", False, _exists("cache/ensemble-*/members/member-0"), False)
     assert name == "degree"
-    pool = _write(inputs / "pool.de", _head(shared / "wmt14-ende-sample" / "train.de", 10_000) * 4)
+    pool = write_lines(inputs / "pool.de", _head(shared / "wmt14-ende-sample" / "train.de", 10_000) * 4)
     return Build(["degree", "--train-src", str(shared / "react" / "valid.de"), "--pool", str(pool),
                   "--out", "degree.tsv", "--min-word-count", "1"], "degree.tsv", False,
                  _exists("degree.tsv.partial"), False)
@@ -149,13 +146,13 @@ def _leftovers(build: Build, folder: Path) -> list[str]:
     return beside
 
 
-@pytest.mark.parametrize("name, seed", [
+@pytest.mark.parametrize("name, attempt", [
     ("build-scan", 0),
-    *[pytest.param(name, seed, marks=pytest.mark.shared)
-      for name, seed in (("build-noun-adj", 0), ("build-react", 0), ("degree", 0), ("degree", 1))],
+    *[pytest.param(name, attempt, marks=pytest.mark.shared)
+      for name, attempt in (("build-noun-adj", 0), ("build-react", 0), ("degree", 0), ("degree", 1))],
 ])
 def test_a_command_killed_at_a_random_point_leaves_nothing_that_looks_complete_and_its_rerun_finishes_it(
-        name, seed, request, tmp_path):
+        name, attempt, kill_seed, request, tmp_path):
     inputs, system_temp = tmp_path / "inputs", tmp_path / "system-temp"
     inputs.mkdir()
     system_temp.mkdir()
@@ -173,7 +170,8 @@ def test_a_command_killed_at_a_random_point_leaves_nothing_that_looks_complete_a
     assert expected and not _leftovers(build, reference)
 
     interrupted = tmp_path / "interrupted"
-    share = random.Random(f"kill {name} {seed}").uniform(0.0, 1.1)  # past 1: the kill may come after the end
+    share = random.Random(f"{kill_seed} {name} {attempt}").uniform(0.0, 1.1)  # past 1: it may come after the end
+    print(f"BENCHBUILD_KILL_SEED={kill_seed}: {name} (attempt {attempt}) killed at {share:.3f} of the work")
     process = _start(build, interrupted, environment)
     _wait_until_started(build, interrupted, process)
     try:
@@ -182,7 +180,8 @@ def test_a_command_killed_at_a_random_point_leaves_nothing_that_looks_complete_a
         with contextlib.suppress(ProcessLookupError):  # it may end in between
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-    where = f"{name} killed {share:.2f} of {rest:.1f} s after its work began (exit {process.returncode})"
+    where = (f"{name} killed {share:.2f} of {rest:.1f} s after its work began (exit {process.returncode}; replay: "
+             f"BENCHBUILD_KILL_SEED={kill_seed})")
     assert process.returncode in (0, -signal.SIGKILL), where
 
     for output, content in _visible_outputs(build, interrupted).items():

@@ -4,7 +4,6 @@ traceback (hypothesis over every writing command, run through the real entry poi
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from commands import file_hashes
 
 TINY_MODEL = """\
 name = "tiny"
@@ -35,11 +35,6 @@ eval_every = 1
 """
 
 RELATIONS = ["same", "parent", "child", "link", "empty", "dotdot", "new"]
-
-
-def _snapshot(path: Path) -> dict[str, str]:
-    paths = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
 
 
 @pytest.fixture(scope="module")
@@ -142,11 +137,11 @@ def test_no_output_path_changes_an_input(inputs, tmp_path_factory, command, rela
     argv = [part.format(out=out, **{name: str(path) for name, path in inputs.items()}) for part in template]
     if overwrite and command not in ("score", "eval", "report"):
         argv.append("--overwrite")
-    before = {name: _snapshot(inputs[name]) for name in protected}
+    before = {name: file_hashes(inputs[name]) for name in protected}
     code, printed = _run(argv, scratch)
     assert "Traceback" not in printed, printed
     for name in protected:
-        assert _snapshot(inputs[name]) == before[name], (argv, code, printed)
+        assert file_hashes(inputs[name]) == before[name], (argv, code, printed)
     # (A report's --out is a prefix: PREFIX.md beside a run or a link is a new file, not the run or the link.)
     if relation == "empty" or (command != "report" and (relation == "link" or (
             relation in ("same", "dotdot", "parent", "child") and target in protected))):

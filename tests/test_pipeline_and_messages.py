@@ -4,6 +4,7 @@ a loaded run generates without a warning; `report` writes beside the runs; the p
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -67,18 +68,22 @@ def test_a_nested_recipe_that_runs_its_parent_is_refused_before_any_step(monkeyp
     assert not (tmp_path / "scan").exists()
 
 
-def test_a_valid_pipeline_runs_its_nested_recipe_in_order(monkeypatch, capsys, tmp_path):
-    nested = tmp_path / "nested.toml"
-    nested.write_text(SCAN_STEP.format(out=tmp_path / "nested"), encoding="utf-8")
-    pipeline = tmp_path / "pipeline.toml"
-    pipeline.write_text(SCAN_STEP.format(out=tmp_path / "scan") + f'\n[[steps]]\ncommand = "run"\noptions = {{ recipe = "{nested}" }}\n',
-                        encoding="utf-8")
+def test_a_valid_pipeline_runs_its_steps_in_order_with_a_nested_recipe_in_its_place(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)  # short relative paths: each step's announcement stays on one line
+    Path("nested.toml").write_text(SCAN_STEP.format(out="second"), encoding="utf-8")
+    Path("pipeline.toml").write_text(SCAN_STEP.format(out="first")
+                                     + '\n[[steps]]\ncommand = "run"\noptions = { recipe = "nested.toml" }\n'
+                                     + SCAN_STEP.format(out="third"), encoding="utf-8")
 
-    code, stderr = benchbuild(monkeypatch, capsys, "run", str(pipeline))
+    code, stderr = benchbuild(monkeypatch, capsys, "run", "pipeline.toml")
 
     assert code == 0, stderr
-    assert (tmp_path / "scan" / "simple" / "build.json").is_file()
-    assert (tmp_path / "nested" / "simple" / "build.json").is_file()
+    announced = [line.split(":")[0] for line in stderr.splitlines() if ".toml step " in line]
+    assert announced == ["pipeline.toml step 1/3", "pipeline.toml step 2/3", "nested.toml step 1/1",
+                         "pipeline.toml step 3/3"]
+    # Each build finished before the next began: the nested recipe's between its parent's steps 1 and 3.
+    written = [Path(out, "simple", "build.json").stat().st_mtime_ns for out in ("first", "second", "third")]
+    assert written == sorted(written) and len(set(written)) == 3
 
 
 def test_a_pipeline_rerun_goes_past_a_build_this_same_command_finished(shared_data, tmp_path, monkeypatch):

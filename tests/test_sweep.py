@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from benchbuild.cli import app
 from benchbuild.errors import BenchbuildError
-from benchbuild.sweep.spec import load_sweep
+from benchbuild.sweep.spec import CONFIG_FILE, load_sweep
 from benchbuild.sweep.state import run_state
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,34 +88,38 @@ data = "out/scan/addprim_turn_left"
 
 @pytest.mark.slow
 def test_a_killed_sweep_finishes_only_what_was_left(local_sweep):
-    """Killed (with its workers) once its first run is done, then run again: the finished run is not trained or
-    scored again, the other one is finished."""
+    """SIGKILLed (with its workers) as its second run starts, then run again: the finished first run is not trained or
+    scored again, the second is finished. With `--jobs 1` the runs go one after the other, so the first is done once
+    the second's folder has its configuration; should the second finish too before the kill lands, the rerun has
+    nothing to do, and every assertion still holds."""
     cwd = local_sweep
     (cwd / "killed.toml").write_text(KILLED, encoding="utf-8")
     os.chdir(cwd)
     try:
-        runs = load_sweep("killed.toml").runs
+        first, second = load_sweep("killed.toml").runs
     finally:
         os.chdir(ROOT)
     command = [sys.executable, "-m", "benchbuild", "sweep", "killed.toml", "--jobs", "1"]
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                start_new_session=True)
     try:
-        while process.poll() is None and not any(run_state(_absolute(spec, cwd)).state == "done" for spec in runs):
-            time.sleep(0.5)
+        while process.poll() is None and not (cwd / second.folder / CONFIG_FILE).is_file():
+            time.sleep(0.01)
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
     assert process.returncode == -signal.SIGKILL, process.stderr.read().decode()
-    done = [spec for spec in runs if run_state(_absolute(spec, cwd)).state == "done"]
-    assert len(done) == 1, "the kill lands after the first run and before the second"
-    files = {name: (cwd / done[0].folder / name).stat().st_mtime_ns
+    assert run_state(_absolute(first, cwd)).state == "done"
+    done = [spec for spec in (first, second) if run_state(_absolute(spec, cwd)).state == "done"]
+    files = {(spec.folder, name): (cwd / spec.folder / name).stat().st_mtime_ns for spec in done
              for name in ("model.safetensors", "metrics.json", "run.json", "predictions.jsonl")}
     rerun = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"finished {done[0].folder}" not in rerun.stderr
-    assert {name: (cwd / done[0].folder / name).stat().st_mtime_ns for name in files} == files
-    assert all(run_state(_absolute(spec, cwd)).state == "done" for spec in runs)
+    said = " ".join(rerun.stderr.split())  # rich wraps long lines
+    for spec in (first, second):
+        assert (f"finished {spec.folder}" in said) == (spec not in done), rerun.stderr
+    assert {key: (cwd / key[0] / key[1]).stat().st_mtime_ns for key in files} == files
+    assert all(run_state(_absolute(spec, cwd)).state == "done" for spec in (first, second))
 
 
 def _absolute(spec, cwd: Path):
@@ -140,6 +144,7 @@ def test_sweep_on_dask_gives_the_same_runs_and_report(local_sweep, dask_schedule
     assert ((cwd / "runs/sweep_smoke/report.csv").read_text() == (local / "runs/sweep_smoke/report.csv").read_text())
 
 
+@pytest.mark.slow
 def test_status_reads_the_run_folders(local_sweep):
     cwd = local_sweep
     result = _sweep(cwd, "--status")
@@ -147,11 +152,14 @@ def test_status_reads_the_run_folders(local_sweep):
     assert "12 done" in result.stdout
 
 
-def test_dry_run_prints_the_grid_and_a_measured_estimate(local_sweep, tmp_path):
-    local = local_sweep
+def test_dry_run_prints_the_grid_and_a_measured_estimate(tmp_path):
+    built = CliRunner().invoke(app, ["build-scan", "--out", str(tmp_path / "scan"), "--split", "addprim_turn_left"])
+    assert built.exit_code == 0, built.output
     sweep = tmp_path / "one.toml"
-    sweep.write_text(f"models = ['transformer']\nseeds = [0, 1]\n[budget]\nsteps = 50\n"
-                     f"[[benchmarks]]\ndata = '{local / 'out/scan/addprim_turn_left'}'\n", encoding="utf-8")
+    sweep.write_text(f"models = ['transformer']\nseeds = [0, 1]\ndevice = 'cpu'\n[budget]\nsteps = 50\n"
+                     "[set]\narchitecture = { d_model = 16, d_ff = 32, num_heads = 2, encoder_layers = 1, "
+                     "decoder_layers = 1 }\n"
+                     f"[[benchmarks]]\ndata = '{tmp_path / 'scan/addprim_turn_left'}'\n", encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "benchbuild", "sweep", str(sweep), "--dry-run", "--jobs", "2"],
                             cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

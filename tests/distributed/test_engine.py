@@ -13,16 +13,18 @@ import pytest
 from benchbuild.engine import (EngineParameters, LocalEngine, ProcessPoolEngine, embedded_worker_specs, open_engine,
                                worker_cached)
 from benchbuild.errors import BenchbuildError
+from both_workers import after_another_worker
 
 pytestmark = pytest.mark.distributed
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _pid_and_square(item: int) -> tuple[int, int]:
+def _pid_and_square(item: int, rendezvous: str) -> tuple[int, int]:
     import time
 
+    pid = after_another_worker(rendezvous)
     time.sleep(0.01 * (item % 3))  # finish out of order on purpose
-    return os.getpid(), item * item
+    return pid, item * item
 
 
 def _cached_identity(item: int) -> int:
@@ -34,12 +36,12 @@ def test_local_engine_maps_in_order_and_shares_by_value():
     assert list(engine.map(operator.mul, range(5), shared=(engine.share(3),))) == [0, 3, 6, 9, 12]
 
 
-def test_dask_engine_keeps_input_order_across_workers(dask_scheduler):
+def test_dask_engine_keeps_input_order_across_workers(dask_scheduler, tmp_path):
     with open_engine(EngineParameters(engine="dask", scheduler=dask_scheduler)) as engine:
         assert engine.name == "dask" and engine.workers == 2 and engine.gpus == 0
-        results = list(engine.map(_pid_and_square, iter(range(40))))
+        results = list(engine.map(_pid_and_square, iter(range(40)), shared=(str(tmp_path),)))
     assert [square for _, square in results] == [item * item for item in range(40)]
-    assert len({pid for pid, _ in results}) == 2, "both worker processes should have run tasks"
+    assert len({pid for pid, _ in results}) == 2, "both worker processes run tasks (each waits for the other)"
     assert os.getpid() not in {pid for pid, _ in results}
 
 

@@ -18,6 +18,7 @@ from benchbuild.corpus import CorpusStats, read_parallel
 from benchbuild.engine import EngineParameters, open_engine
 from benchbuild.nounadj.pairs import TABLE_2
 from benchbuild.nounadj.parsers import ParserSettings, ShardedParser, SpacyParser, make_parser, worker_parser
+from both_workers import after_another_worker
 
 pytestmark = [pytest.mark.distributed, pytest.mark.shared]
 
@@ -56,7 +57,7 @@ def local_build(shared_data, tmp_path_factory) -> dict[str, bytes]:
 
 
 def test_a_joined_cluster_builds_the_local_benchmark_byte_for_byte(local_build, dask_scheduler, shared_data,
-                                                                    tmp_path):
+                                                                   tmp_path):
     code, out = build(tmp_path / "run", shared_data, "--engine", "dask", "--scheduler", dask_scheduler)
     assert code == 0
     built = folder_bytes(out)
@@ -71,12 +72,13 @@ def test_an_embedded_cluster_builds_the_local_benchmark_byte_for_byte(local_buil
     assert folder_bytes(out) == local_build
 
 
-def _parser_held(item: int, settings: ParserSettings) -> tuple[int, int]:
-    """In a worker: its process id and the identity of the parser its shards use."""
-    return os.getpid(), id(worker_parser(settings)[0])
+def _parser_held(item: int, settings: ParserSettings, rendezvous: str) -> tuple[int, int]:
+    """In a worker (once another worker has taken a task too): its process id and the identity of the parser its
+    shards use."""
+    return after_another_worker(rendezvous), id(worker_parser(settings)[0])
 
 
-def test_workers_parse_shards_as_the_local_parser_with_one_model_each(dask_scheduler, shared_data):
+def test_workers_parse_shards_as_the_local_parser_with_one_model_each(dask_scheduler, shared_data, tmp_path):
     en, fr = europarl_files(shared_data)
     pattern = TABLE_2.noun_pattern()
     candidates = [(source, line) for line, source, _ in read_parallel(en, fr, stats=CorpusStats())
@@ -87,7 +89,7 @@ def test_workers_parse_shards_as_the_local_parser_with_one_model_each(dask_sched
         parser = make_parser("spacy", batch_size=settings.batch_size, engine=engine)
         assert isinstance(parser, ShardedParser)
         sharded = list(parser.parse(iter(candidates)))
-        held = list(engine.map(_parser_held, range(40), shared=(settings,)))
+        held = list(engine.map(_parser_held, range(40), shared=(settings, str(tmp_path))))
     assert sharded == local  # the same parse, in corpus order, with each sentence's own context
     assert parser.description == SpacyParser(settings.spacy_model).description
     pids = {pid for pid, _ in held}

@@ -15,15 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from small_inputs import tiny_ensemble, write_lines
 
 from benchbuild.cli import main
 
 pytestmark = [pytest.mark.distributed, pytest.mark.shared]
 
-TINY = ["--ensemble-architecture", "d_model=32", "--ensemble-architecture", "num_heads=2",
-        "--ensemble-architecture", "d_ff=64", "--ensemble-architecture", "encoder_layers=1",
-        "--ensemble-architecture", "decoder_layers=1", "--ensemble-set", "bpe_vocab_size=2000",
-        "--ensemble-set", "batch_size=16", "--ensemble-set", "warmup_steps=10"]
+TINY = tiny_ensemble(bpe_vocab_size=2000, batch_size=16, warmup_steps=10)
 
 
 def run(folder: Path, *argv: str) -> int:
@@ -41,11 +39,6 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
     return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
-def _write(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
-
-
 @pytest.fixture(scope="module")
 def degree_inputs(shared_data, tmp_path_factory) -> list[str]:
     """`degree`'s arguments: IWSLT14 valid as the training source; a pool of 101,425 lines: cg_test, the WMT14
@@ -55,7 +48,7 @@ def degree_inputs(shared_data, tmp_path_factory) -> list[str]:
     valid = read(react / "valid.de")
     block = read(react / "cg_test.de") + read(shared_data / "wmt14-ende-sample" / "train.de") + \
         [" ".join(reversed(line.split())) for line in valid] + ["", "  "]
-    pool = _write(folder / "pool.de", block * 5)
+    pool = write_lines(folder / "pool.de", block * 5)
     assert len(block) * 5 >= 100_000
     return ["degree", "--train-src", str(react / "valid.de"), "--pool", str(pool), "--lowercase",
             "--min-word-count", "1", "--out", "degree.tsv"]
@@ -90,10 +83,10 @@ def react_arguments(shared_data, tmp_path_factory) -> list[str]:
     de, en = read(react / "valid.de"), read(react / "valid.en")
     wmt = shared_data / "wmt14-ende-sample"
     return ["build-react", "--out", "react", "--cache-dir", "cache",
-            "--train-src", str(_write(folder / "train.de", de[:-8])),
-            "--train-tgt", str(_write(folder / "train.en", en[:-8])),
-            "--valid-src", str(_write(folder / "valid.de", de[-8:])),
-            "--valid-tgt", str(_write(folder / "valid.en", en[-8:])),
+            "--train-src", str(write_lines(folder / "train.de", de[:-8])),
+            "--train-tgt", str(write_lines(folder / "train.en", en[:-8])),
+            "--valid-src", str(write_lines(folder / "valid.de", de[-8:])),
+            "--valid-tgt", str(write_lines(folder / "valid.en", en[-8:])),
             "--pool-src", str(react / "cg_test.de"), "--pool-tgt", str(react / "cg_test.en"),
             "--pool-src", str(wmt / "train.de"), "--pool-tgt", str(wmt / "train.en"),
             "--lowercase", "--pool-size", "60", "--ensemble-size", "2", "--max-steps", "40", *TINY,
@@ -160,7 +153,7 @@ def _free_port() -> int:
 
 
 def test_a_cluster_of_separate_scheduler_and_worker_processes_builds_the_same_bytes(react_arguments, local_react,
-                                                                                  tmp_path):
+                                                                                    tmp_path):
     """A multi-node run simulated on this machine: `dask scheduler` and two `dask worker` processes, started in
     another folder than the command's (so only absolute paths reach them), joined with --scheduler."""
     from distributed import Client

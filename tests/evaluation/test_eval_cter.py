@@ -10,8 +10,6 @@ from benchbuild.evaluation.cter import (
     read_lexicon,
 )
 
-pytestmark = pytest.mark.shared
-
 
 @pytest.fixture(scope="module")
 def cognition(shared_data):

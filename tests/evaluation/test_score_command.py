@@ -10,7 +10,6 @@ from benchbuild.cli import app, main
 from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.cter import cter, read_lexicon
 
-pytestmark = pytest.mark.shared
 ROWS = 50
 
 

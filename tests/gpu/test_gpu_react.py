@@ -13,6 +13,7 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU and torch sees none here (benchmarks/gpu/run.sh runs these on a GPU machine)",
                 allow_module_level=True)
 
+from small_inputs import tiny_ensemble
 from typer.testing import CliRunner
 
 from benchbuild.benchmark import load_splits
@@ -21,10 +22,7 @@ from benchbuild.device import mixed_precision
 
 pytestmark = [pytest.mark.gpu, pytest.mark.shared]
 
-TINY = ["--ensemble-architecture", "d_model=32", "--ensemble-architecture", "num_heads=2",
-        "--ensemble-architecture", "d_ff=64", "--ensemble-architecture", "encoder_layers=1",
-        "--ensemble-architecture", "decoder_layers=1", "--ensemble-set", "bpe_vocab_size=2000",
-        "--ensemble-set", "batch_size=32", "--ensemble-set", "warmup_steps=10"]
+TINY = tiny_ensemble(bpe_vocab_size=2000, batch_size=32, warmup_steps=10)
 
 
 def test_build_react_trains_and_scores_its_ensemble_on_cuda(shared_data, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import datasets
 import pytest
 
 from benchbuild.cli import main
+from benchbuild.nounadj.pairs import TABLE_2
 
 SAMPLE = "europarl-sample"
 
@@ -41,14 +43,23 @@ def placed(out: Path) -> dict[int, str]:
 
 
 @pytest.mark.shared
-def test_europarl_sample_builds_a_loadable_benchmark_with_a_complete_card(europarl):
-    out, code, _ = europarl
+def test_europarl_sample_builds_a_loadable_benchmark_with_a_complete_card(europarl, shared_data):
+    out, code, english = europarl
     assert code == 0
     splits = datasets.load_from_disk(str(out))
     assert set(splits) == {"train", "validation", "test"}
+    # The card's counts, counted here from the sample: pairs with an empty side, and of the others those whose English
+    # holds a form of a Table 2 noun (its lemma or plural, as a whole word, any case): 6 and 173.
+    french = (shared_data / SAMPLE / "europarl-v7.fr-en.fr").read_bytes().decode("utf-8").split("\n")
+    pairs = list(zip(english, french))
+    empty = [pair for pair in pairs if not pair[0].strip() or not pair[1].strip()]
+    forms = {form for pair in TABLE_2.pairs for form in pair.surface_forms()}
+    with_a_form = [en for en, fr in pairs if en.strip() and fr.strip()
+                   and forms & {word.lower() for word in re.findall(r"\w+", en)}]
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert "| sentences sent to the parser (hold a target-noun form) | 173 |" in card
-    assert "| pairs dropped: empty or whitespace-only side | 6 |" in card
+    assert f"| sentences sent to the parser (hold a target-noun form) | {len(with_a_form)} |" in card
+    assert f"| pairs dropped: empty or whitespace-only side | {len(empty)} |" in card
+    assert (len(empty), len(with_a_form)) == (6, 173)
     assert "europarl-v7.fr-en.en" in card and "## Citation" in card
 
 

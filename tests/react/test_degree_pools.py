@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from small_inputs import write_lines
 from typer.testing import CliRunner
 
 from benchbuild.cli import app
@@ -14,12 +15,6 @@ from benchbuild.react.degree import CHUNK_LINES, DegreeParameters, write_degree_
 
 BENCHBUILD = [str(Path(sys.executable).parent / "benchbuild")]
 TRAIN = ["a b c", "a b", "b c d", "c d a"] * 4
-
-
-def _write(path: Path, lines: list[str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 def _degree(*argv: str) -> str:
@@ -36,10 +31,10 @@ def _cycled(count: int, start: int) -> list[str]:
 
 
 def test_two_pool_files_give_the_table_of_their_concatenation(tmp_path):
-    train = _write(tmp_path / "train.txt", TRAIN)
-    first = _write(tmp_path / "first.txt", ["a b c", "", "a z"])
-    second = _write(tmp_path / "second.txt", ["c b a", "b c d a", "z z"])
-    joined = _write(tmp_path / "joined.txt", ["a b c", "", "a z", "c b a", "b c d a", "z z"])
+    train = write_lines(tmp_path / "train.txt", TRAIN)
+    first = write_lines(tmp_path / "first.txt", ["a b c", "", "a z"])
+    second = write_lines(tmp_path / "second.txt", ["c b a", "b c d a", "z z"])
+    joined = write_lines(tmp_path / "joined.txt", ["a b c", "", "a z", "c b a", "b c d a", "z z"])
     summary = _degree("--train-src", str(train), "--pool", str(first), "--pool", str(second),
                       "--out", str(tmp_path / "two.tsv"))
     _degree("--train-src", str(train), "--pool", str(joined), "--out", str(tmp_path / "one.tsv"))
@@ -49,11 +44,11 @@ def test_two_pool_files_give_the_table_of_their_concatenation(tmp_path):
 
 
 def test_a_pool_glob_scores_its_files_in_name_order_among_the_other_pools(tmp_path):
-    train = _write(tmp_path / "train.txt", TRAIN)
+    train = write_lines(tmp_path / "train.txt", TRAIN)
     for name, line in [("shards/b.txt", "c b a"), ("shards/c.txt", "d c"), ("shards/a.txt", "a b c")]:
-        _write(tmp_path / name, [line])
-    last = _write(tmp_path / "last.txt", ["a b"])
-    joined = _write(tmp_path / "joined.txt", ["a b c", "c b a", "d c", "a b"])
+        write_lines(tmp_path / name, [line])
+    last = write_lines(tmp_path / "last.txt", ["a b"])
+    joined = write_lines(tmp_path / "joined.txt", ["a b c", "c b a", "d c", "a b"])
     _degree("--train-src", str(train), "--pool", str(tmp_path / "shards" / "*.txt"), "--pool", str(last),
             "--out", str(tmp_path / "glob.tsv"))
     _degree("--train-src", str(train), "--pool", str(joined), "--out", str(tmp_path / "joined.tsv"))
@@ -61,7 +56,7 @@ def test_a_pool_glob_scores_its_files_in_name_order_among_the_other_pools(tmp_pa
 
 
 def test_a_pool_glob_matching_nothing_is_one_error_line_before_the_training_corpus_is_read(tmp_path):
-    pool = _write(tmp_path / "pool.txt", ["a b c"])
+    pool = write_lines(tmp_path / "pool.txt", ["a b c"])
     done = subprocess.run([*BENCHBUILD, "degree", "--train-src", str(tmp_path / "no-such-train.txt"),
                            "--pool", str(pool), "--pool", str(tmp_path / "shards" / "*.de"),
                            "--out", str(tmp_path / "degree.tsv")], capture_output=True, text=True)
@@ -72,7 +67,7 @@ def test_a_pool_glob_matching_nothing_is_one_error_line_before_the_training_corp
 
 
 def test_a_missing_pool_file_among_several_is_named_before_anything_is_written(tmp_path):
-    train, pool = _write(tmp_path / "train.txt", TRAIN), _write(tmp_path / "pool.txt", ["a b c"])
+    train, pool = write_lines(tmp_path / "train.txt", TRAIN), write_lines(tmp_path / "pool.txt", ["a b c"])
     done = subprocess.run([*BENCHBUILD, "degree", "--train-src", str(train), "--pool", str(pool), "--pool",
                            str(tmp_path / "missing.txt"), "--out", str(tmp_path / "out.tsv")],
                           capture_output=True, text=True)
@@ -82,9 +77,9 @@ def test_a_missing_pool_file_among_several_is_named_before_anything_is_written(t
 
 
 def test_write_degree_table_takes_one_pool_path_or_several(tmp_path):
-    train = _write(tmp_path / "train.txt", TRAIN)
-    first, second = _write(tmp_path / "first.txt", ["a b c", "a z"]), _write(tmp_path / "second.txt", ["d c"])
-    joined = _write(tmp_path / "joined.txt", ["a b c", "a z", "d c"])
+    train = write_lines(tmp_path / "train.txt", TRAIN)
+    first, second = write_lines(tmp_path / "first.txt", ["a b c", "a z"]), write_lines(tmp_path / "second.txt", ["d c"])
+    joined = write_lines(tmp_path / "joined.txt", ["a b c", "a z", "d c"])
     parameters = DegreeParameters(min_word_count=1)
     several = write_degree_table(train, [first, str(second)], tmp_path / "several.tsv", parameters)
     one = write_degree_table(str(train), joined, tmp_path / "one.tsv", parameters)
@@ -94,12 +89,12 @@ def test_write_degree_table_takes_one_pool_path_or_several(tmp_path):
 
 @pytest.mark.distributed
 def test_dask_scores_several_pool_files_of_several_shards_to_the_local_bytes(dask_scheduler, tmp_path):
-    train = _write(tmp_path / "train.txt", TRAIN)
+    train = write_lines(tmp_path / "train.txt", TRAIN)
     # Each file spans two shards, so the second file's shards start at rows that only the files before it give.
     first = _cycled(CHUNK_LINES + 1_000, start=0)
     second = _cycled(CHUNK_LINES + 7, start=3)
-    pools = [str(_write(tmp_path / "first.txt", first)), str(_write(tmp_path / "second.txt", second))]
-    joined = _write(tmp_path / "joined.txt", first + second)
+    pools = [str(write_lines(tmp_path / "first.txt", first)), str(write_lines(tmp_path / "second.txt", second))]
+    joined = write_lines(tmp_path / "joined.txt", first + second)
     arguments = ["--train-src", str(train), "--pool", pools[0], "--pool", pools[1]]
     _degree(*arguments, "--out", str(tmp_path / "local.tsv"))
     _degree(*arguments, "--out", str(tmp_path / "dask.tsv"), "--engine", "dask", "--scheduler", dask_scheduler)

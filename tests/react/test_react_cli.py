@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from small_inputs import write_lines
 from typer.testing import CliRunner
 
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
@@ -18,11 +19,6 @@ from benchbuild.react.parameters import ReactParameters
 from benchbuild.react.stats import novel_ngram_counts, table2
 
 BENCHBUILD = [str(Path(sys.executable).parent / "benchbuild")]
-
-
-def _write(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 def _tsv(path: Path) -> list[list[str]]:
@@ -48,8 +44,8 @@ def test_degree_writes_one_row_per_pool_line_matching_the_library(shared_data, t
 
 
 def test_degree_keeps_empty_and_dropped_lines_as_empty_cells(tmp_path):
-    train = _write(tmp_path / "train.txt", ["a b c"] * 4)
-    pool = _write(tmp_path / "pool.txt", ["a b c", "", "a z", "c b a"])
+    train = write_lines(tmp_path / "train.txt", ["a b c"] * 4)
+    pool = write_lines(tmp_path / "pool.txt", ["a b c", "", "a z", "c b a"])
     result = CliRunner().invoke(app, ["degree", "--train-src", str(train), "--pool", str(pool),
                                       "--out", str(tmp_path / "out.tsv")])
     assert result.exit_code == 0, result.output
@@ -61,8 +57,8 @@ def test_degree_keeps_empty_and_dropped_lines_as_empty_cells(tmp_path):
 
 
 def test_misaligned_training_files_end_in_one_error_line_and_no_output(tmp_path):
-    src = _write(tmp_path / "train.de", ["a b", "c d"])
-    tgt = _write(tmp_path / "train.en", ["a b"])
+    src = write_lines(tmp_path / "train.de", ["a b", "c d"])
+    tgt = write_lines(tmp_path / "train.en", ["a b"])
     done = subprocess.run([*BENCHBUILD, "build-react", "--out", str(tmp_path / "out"), "--train-src", str(src),
                            "--train-tgt", str(tgt), "--pool-src", str(src), "--pool-tgt", str(src),
                            "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True)
@@ -72,7 +68,7 @@ def test_misaligned_training_files_end_in_one_error_line_and_no_output(tmp_path)
 
 
 def test_build_react_parameters_are_checked_before_any_work(tmp_path):
-    src, tgt = _write(tmp_path / "a.de", ["a b"]), _write(tmp_path / "a.en", ["a b"])
+    src, tgt = write_lines(tmp_path / "a.de", ["a b"]), write_lines(tmp_path / "a.en", ["a b"])
     corpus = {"train_src": src, "train_tgt": tgt}
     with pytest.raises(BenchbuildError, match="give the training corpus"):
         ReactParameters(pool_src=[src], pool_tgt=[tgt]).check()
@@ -94,7 +90,7 @@ def test_build_react_records_the_options_that_shape_the_benchmark_not_where_it_r
 
 
 def test_bad_utf8_in_the_pool_names_file_and_line(tmp_path):
-    train = _write(tmp_path / "train.txt", ["a b"] * 4)
+    train = write_lines(tmp_path / "train.txt", ["a b"] * 4)
     pool = tmp_path / "pool.txt"
     pool.write_bytes(b"a b\n\xff\xfe\n")
     done = subprocess.run([*BENCHBUILD, "degree", "--train-src", str(train), "--pool", str(pool)],
@@ -149,7 +145,7 @@ def test_stats_command_prints_table2_for_a_benchmark_split(tmp_path):
      "step 2 (build-react): --scheduler only apply to --engine dask: add --engine dask or leave them out"),
 ])
 def test_a_pipeline_step_with_bad_engine_options_fails_before_any_step_runs(tmp_path, step, message):
-    a = _write(tmp_path / "a.de", ["a b"] * 4)
+    a = write_lines(tmp_path / "a.de", ["a b"] * 4)
     pipeline = tmp_path / "pipeline.toml"
     pipeline.write_text(f'[[steps]]\ncommand = "degree"\n[steps.options]\ntrain-src = "{a}"\npool = "{a}"\n'
                         f'out = "{tmp_path / "first.tsv"}"\n[[steps]]\n'
@@ -161,7 +157,7 @@ def test_a_pipeline_step_with_bad_engine_options_fails_before_any_step_runs(tmp_
 
 
 def test_build_react_on_dask_refuses_a_numbered_gpu_before_any_work(tmp_path):
-    src = _write(tmp_path / "a.de", ["a b"])
+    src = write_lines(tmp_path / "a.de", ["a b"])
     parameters = ReactParameters(train_src=src, train_tgt=src, pool_src=[src], pool_tgt=[src], device="cuda:1")
     from benchbuild.engine import EngineParameters
 

@@ -3,14 +3,13 @@ to the whole pool in memory (`selection.candidate_pool`), in memory bounded by -
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from small_inputs import write_lines
 
 from benchbuild.corpus import CorpusStats, ParallelInput
 from benchbuild.engine import LocalEngine
@@ -64,8 +63,8 @@ def react_inputs(shared_data, tmp_path_factory):
     de, en = ((react / f"valid.{lang}").read_text(encoding="utf-8").splitlines() for lang in ("de", "en"))
     reversed_de = [" ".join(reversed(line.split())) for line in de[:3000]]
     (folder / "reversed.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in zip(reversed_de, en)), encoding="utf-8")
-    _write(folder / "reversed.de", reversed_de)
-    _write(folder / "reversed.en", en[:3000])
+    write_lines(folder / "reversed.de", reversed_de)
+    write_lines(folder / "reversed.en", en[:3000])
     (folder / "seen.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in zip(de[:500], en)), encoding="utf-8")
     wmt = shared_data / "wmt14-ende-sample"
     pools = [ParallelInput(source=react / "cg_test.de", target=react / "cg_test.en"),
@@ -80,7 +79,7 @@ def react_inputs(shared_data, tmp_path_factory):
 
 @pytest.mark.shared
 @pytest.mark.parametrize("pool_size, max_length, shard_rows", [(40, 256, 1000), (2_000, 30, 777),
-                                                              (60_000, 256, 65_536)])
+                                                               (60_000, 256, 65_536)])
 def test_sharded_pool_keeps_the_in_memory_candidates_and_counts(react_inputs, pool_size, max_length, shard_rows):
     pools, scorer, seen, source_norm, target_norm = react_inputs
     rules = PoolRules(scorer, seen, source_norm, target_norm, max_length, pool_size, "strict")
@@ -144,16 +143,11 @@ def test_sentence_hashes_are_stable_across_processes():
     assert int(sentence_hashes(["a"])[0]) == 3405396810240292928  # BLAKE2b-64, not the salted `hash`
 
 
-def _write(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
-
-
 def test_pools_from_globs_tsv_and_parquet_in_their_order(tmp_path):
     for name in ("b", "a"):
-        _write(tmp_path / f"{name}.de", ["x"])
-        _write(tmp_path / f"{name}.en", ["y"])
-    _write(tmp_path / "c.tsv", ["x\ty"])
+        write_lines(tmp_path / f"{name}.de", ["x"])
+        write_lines(tmp_path / f"{name}.en", ["y"])
+    write_lines(tmp_path / "c.tsv", ["x\ty"])
     pq.write_table(pa.table({"de": ["x"], "en": ["y"]}), tmp_path / "d.parquet")
     parameters = ReactParameters(pool_src=[tmp_path / "*.de"], pool_tgt=[tmp_path / "*.en"],
                                  pool_tsv=[tmp_path / "c.tsv"], pool_parquet=[tmp_path / "*.parquet"])

@@ -9,10 +9,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-import datasets
 import pytest
-
-from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
+from small_inputs import write_benchmark
 
 ARCHITECTURE = """\
 [architecture]
@@ -112,16 +110,6 @@ NOUN_ADJECTIVE_TEST = [
     ("it is a european idea .", "c' est une idée européenne .", "idea", "european", "idée", "européen",
      "backward"),
 ]
-
-
-def write_benchmark(out: Path, splits: dict[str, list[dict]], family: str, name: str) -> Path:
-    """A benchmark folder in the on-disk contract (splits + build.json)."""
-    info = BuildInfo(family=family, name=name, parameters={})
-    card = CardFacts(pretty_name=name, summary="test data", rules={}, languages=["en"], license="-", citation="")
-    benchmark = Benchmark.from_splits(splits, info, card)
-    datasets.DatasetDict(benchmark.splits).save_to_disk(str(out))
-    (out / "build.json").write_text(benchmark.info.to_json(), encoding="utf-8")
-    return out
 
 
 def scan_benchmark(out: Path) -> Path:

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from benchbuild.evaluation.scoring import score_rows
 from benchbuild.report.analyses import band, degree_buckets, pair_scores, position_preferences, relative_biases
 from benchbuild.report.html import diff_markup
 from benchbuild.report.latex import escape
@@ -40,17 +41,23 @@ def test_the_bias_tables_of_every_t5_layer_are_read_from_the_run_and_no_other_ru
     assert relative_biases(trained_runs.transformer_scan[0] / "model.safetensors") == {}
 
 
-@pytest.mark.shared
-def test_bleu_by_degree_recomputed_from_predictions_equals_the_one_eval_recorded(trained_runs):
-    [run] = read_runs([trained_runs.transformer_react])
-    [evaluation] = run.evaluations
-    rows = BenchmarkFolders().rows(evaluation)
-    recorded = degree_buckets(evaluation, rows)
-    assert recorded == evaluation.metrics["bleu_by_degree"]["buckets"]
-    without = Evaluation(evaluation.metrics_file,
-                         {key: value for key, value in evaluation.metrics.items() if key != "bleu_by_degree"})
+def test_bleu_by_degree_recomputed_from_predictions_equals_what_eval_records(tmp_path):
+    degrees = [0.9, 0.1, 0.5, 0.3, 0.7, 0.2, 1.0, 0.4, 0.6, 0.8]  # not in row order: the buckets sort them
+    rows = [{"id": f"r{i}", "source": f"Satz {i}", "target": f"the cat number {i} sat on the mat", "degree": degree}
+            for i, degree in enumerate(degrees)]
+    predictions = [row["target"] if row["degree"] <= 0.3 else "a dog ran away" for row in rows]
+    recorded = score_rows(rows, predictions)["bleu_by_degree"]["buckets"]  # what `eval` writes to metrics.json
+    # Two rows a bucket, by degree: both right, one of two, then none.
+    assert [bucket["rows"] for bucket in recorded] == [2] * 5
+    assert recorded[0]["bleu"] == pytest.approx(100.0) and 0 < recorded[1]["bleu"] < 100
+    assert [bucket["bleu"] for bucket in recorded[2:]] == [0.0] * 3
+    (tmp_path / "predictions.jsonl").write_text("".join(json.dumps({"prediction": prediction}) + "\n"
+                                                        for prediction in predictions), encoding="utf-8")
+    without = Evaluation(tmp_path / "metrics.json", {"benchmark": "react/tiny", "split": "cg_test"})
     assert degree_buckets(without, rows) == recorded
     assert degree_buckets(without, None) is None
+    kept = Evaluation(tmp_path / "metrics.json", {"bleu_by_degree": {"buckets": recorded[:1]}})
+    assert degree_buckets(kept, rows) == recorded[:1]  # a recorded table is read as it is
 
 
 @pytest.mark.shared

@@ -4,23 +4,16 @@ SIGKILL)."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from commands import BENCHBUILD, file_hashes
 
 pytestmark = pytest.mark.shared
-
-BENCHBUILD = str(Path(sys.executable).parent / "benchbuild")
-
-
-def _snapshot(paths) -> dict[str, str]:
-    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths if p.is_file()}
 
 
 def _report(*arguments) -> list[str]:
@@ -33,7 +26,7 @@ def test_a_killed_report_leaves_the_old_page_and_its_figures_whole(trained_runs,
     first = subprocess.run(_report(*runs, "--out", prefix, "--data", trained_runs.scan), capture_output=True,
                            text=True)
     assert first.returncode == 0, first.stderr
-    old = _snapshot([*tmp_path.glob("report.*"), *(tmp_path / "report_files").iterdir()])
+    old = file_hashes(*tmp_path.glob("report.*"), *(tmp_path / "report_files").iterdir())
     assert any(name.endswith(".png") for name in old) and any(name.endswith(".html") for name in old)
     killed = subprocess.Popen(_report(*runs, "--out", prefix, "--data", trained_runs.scan),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -46,7 +39,7 @@ def test_a_killed_report_leaves_the_old_page_and_its_figures_whole(trained_runs,
         killed.send_signal(signal.SIGKILL)
         killed.wait()
     assert killed.returncode == -signal.SIGKILL, "the report ended before it could be killed"
-    assert _snapshot([*tmp_path.glob("report.*"), *(tmp_path / "report_files").iterdir()]) == old
+    assert file_hashes(*tmp_path.glob("report.*"), *(tmp_path / "report_files").iterdir()) == old
     rerun = subprocess.run(_report(*runs, "--out", prefix, "--data", trained_runs.scan), capture_output=True,
                            text=True)
     assert rerun.returncode == 0, rerun.stderr  # the killed one's work folder blocks nothing
@@ -65,7 +58,7 @@ def test_a_report_never_replaces_a_file_it_did_not_write(trained_runs, tmp_path)
 
 def test_a_report_is_never_written_into_a_run_folder_it_reads(trained_runs, tmp_path):
     run = Path(shutil.copytree(trained_runs.transformer_scan[0], tmp_path / "run"))
-    before = _snapshot(run.rglob("*"))
+    before = file_hashes(run)
     done = subprocess.run(_report(run, "--out", run / "checkpoints"), capture_output=True, text=True)
     assert done.returncode == 1 and "lies inside the command's input" in done.stderr, done.stderr
-    assert _snapshot(run.rglob("*")) == before
+    assert file_hashes(run) == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from scan_counts import SIMPLE
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.scan.build import build_scan
@@ -14,7 +15,7 @@ def test_each_requested_splitting_comes_out_in_canonical_order_and_nothing_is_wr
     built = list(build_scan(ScanParameters(split=["length", "simple"], seed=3)))
     assert [name for name, _ in built] == ["simple", "length"]
     simple, length = (benchmark for _, benchmark in built)
-    assert {name: len(split) for name, split in simple.splits.items()} == {"train": 16_728, "test": 4_182}
+    assert {name: len(split) for name, split in simple.splits.items()} == SIMPLE
     assert simple.info.seed == 3 and length.info.seed is None, "a deterministic rule records no seed"
     assert simple.info.parameters == {"splitting": "simple", "source": "grammar + rule"}
     assert list(tmp_path.iterdir()) == []
@@ -27,7 +28,11 @@ def test_an_unknown_splitting_fails_before_any_work_listing_the_valid_ones():
 
 def test_no_splitting_named_means_all_of_them():
     names = ScanParameters().names()
-    assert len(names) == 115 and names[0] == "simple" and names[-1] == "fewshot_num1024_rep5"
+    # simple and its 7 training shares (1-64%); length and its 11 cutoffs (22-40: 003 Table 1, after Newman et al.
+    # 2020); the 2 add-primitive splittings and addprim_jump with 1-32 jump commands in training, 5 draws each (Lake &
+    # Baroni 2018); 4 templates, 4 filler levels and few-shot with 1-1024 examples, 5 draws each (Loula et al. 2018).
+    splittings = (1 + 7) + (1 + 11) + (2 + 6 * 5) + 4 + 4 + 11 * 5
+    assert len(names) == splittings == 115 and names[0] == "simple" and names[-1] == "fewshot_num1024_rep5"
 
 
 @pytest.mark.shared

@@ -4,6 +4,15 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from scan_counts import (
+    ADDPRIM_JUMP_BARE_REPEATS,
+    ADDPRIM_JUMP_TEST,
+    CANONICAL_FILES,
+    COMMANDS,
+    LENGTH_CUTOFF_26,
+    SIMPLE,
+    TEMPLATE_JUMP_AROUND_RIGHT_TEST,
+)
 
 from benchbuild.scan.grammar import generate
 from benchbuild.scan.splits import SPLITTINGS, contains, rng_for, simple
@@ -47,7 +56,7 @@ def test_simple_train_and_test_together_are_tasks_txt(examples, shared_data):
     splitting = SPLITTINGS["simple"](examples, 0)
     together = multiset(splitting.splits["train"]) + multiset(splitting.splits["test"])
     assert together == canonical(shared_data / "scan" / "tasks.txt")
-    assert (len(splitting.splits["train"]), len(splitting.splits["test"])) == (16_728, 4_182)
+    assert {name: len(rows) for name, rows in splitting.splits.items()} == SIMPLE
 
 
 def test_simple_depends_on_the_seed_and_only_on_it(examples):
@@ -58,11 +67,11 @@ def test_simple_depends_on_the_seed_and_only_on_it(examples):
     assert first.splits["train"] != other.splits["train"]
 
 
-@pytest.mark.parametrize("percent, n_train", [(1, 209), (8, 1673), (64, 13382)])
-def test_simple_percent_variations(percent, n_train, examples):
+@pytest.mark.parametrize("percent", [1, 8, 64])
+def test_simple_percent_variations(percent, examples):
     splitting = SPLITTINGS[f"simple_p{percent}"](examples, 0)
-    assert len(splitting.splits["train"]) == n_train
-    assert len(splitting.splits["train"]) + len(splitting.splits["test"]) == 20_910
+    assert len(splitting.splits["train"]) == round(COMMANDS * percent / 100)  # 209, 1,673 and 13,382 commands
+    assert len(splitting.splits["train"]) + len(splitting.splits["test"]) == COMMANDS
 
 
 @pytest.mark.parametrize("n", [1, 2, 4, 8, 16, 32])
@@ -72,7 +81,7 @@ def test_addprim_jump_with_examples_holds_n_plus_one_jump_commands(n, rep, examp
     train, test = splitting.splits["train"], splitting.splits["test"]
     jump_in_train = [e for e in train if contains(e.command, "jump")]
     assert len({e.command for e in jump_in_train}) == n + 1
-    assert len(test) == 7_706 - n
+    assert len(test) == ADDPRIM_JUMP_TEST - n
     assert not {e.command for e in jump_in_train} & {e.command for e in test}
     copies = Counter(e.command for e in jump_in_train)
     assert len(set(copies.values())) == 1, "every jump command in train is repeated the same number of times"
@@ -88,7 +97,7 @@ def test_addprim_jump_reps_draw_different_commands(examples):
 def test_length_cutoff_26_matches_the_counts_of_003_table_10(examples):
     splitting = SPLITTINGS["length_cutoff_26"](examples, 0)
     sizes = {name: len(rows) for name, rows in splitting.splits.items()}
-    assert sizes == {"train": 16_458, "validation": 1_828, "test": 2_624}
+    assert sizes == LENGTH_CUTOFF_26
     assert max(e.length for e in splitting.splits["train"] + splitting.splits["validation"]) == 26
     assert min(e.length for e in splitting.splits["test"]) == 27
 
@@ -100,7 +109,7 @@ def test_filler_levels_nest_and_never_see_jump_around_right(examples):
     assert not any(contains(c, "(?:look|walk|run) around right") for c in trains[0])
     assert all(contains(c, "look around right") for c in trains[1] - trains[0])
     test = SPLITTINGS["filler_num0"](examples, 0).splits["test"]
-    assert len(test) == 1_173 and all(contains(e.command, "jump around right") for e in test)
+    assert len(test) == TEMPLATE_JUMP_AROUND_RIGHT_TEST and all(contains(e.command, "jump around right") for e in test)
 
 
 @pytest.mark.shared
@@ -123,3 +132,11 @@ def test_fewshot_adds_n_look_around_right_commands_to_num0(n, examples):
 def test_rng_streams_are_independent_of_which_splits_are_built():
     assert np.array_equal(rng_for(3, "simple").permutation(10), rng_for(3, "simple").permutation(10))
     assert not np.array_equal(rng_for(3, "simple").permutation(50), rng_for(3, "simple_p1").permutation(50))
+
+
+@pytest.mark.shared
+def test_the_counts_the_tests_use_are_those_of_the_canonical_files(shared_data):
+    scan = shared_data / "scan"
+    assert {name: len((scan / name).read_text().splitlines()) for name in CANONICAL_FILES} == CANONICAL_FILES
+    addprim_train = (scan / "add_prim_split" / "tasks_train_addprim_jump.txt").read_text().splitlines()
+    assert addprim_train.count("IN: jump OUT: I_JUMP") == ADDPRIM_JUMP_BARE_REPEATS

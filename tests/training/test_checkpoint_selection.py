@@ -5,6 +5,7 @@ import json
 
 import pytest
 import torch
+from small_inputs import write_benchmark
 from typer.testing import CliRunner
 
 from benchbuild import zoo
@@ -13,8 +14,6 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.report import build_report, markdown_table
 from benchbuild.training.loop import selects, train
 from benchbuild.zoo.recipe import TrainingRecipe
-
-pytestmark = pytest.mark.shared
 
 # Validation exact match by step: a peak at step 20, reached again at step 40, then a drop.
 HISTORY = [(10, 50.0), (20, 100.0), (30, 80.0), (40, 100.0), (50, 90.0)]
@@ -82,16 +81,55 @@ def test_train_with_select_last_leaves_the_final_checkpoint_at_the_root(tiny_sca
     assert run["best_validation_exact_match"] == max(validations(run_dir).values())
 
 
-def test_train_with_best_validation_keeps_the_latest_of_the_best_steps(tiny_scan, tiny_model, tmp_path):
-    result = train(tiny_model, tiny_scan, tmp_path / "run", device="cpu", progress=False, max_steps=15,
-                   overrides={"eval_every": 5})
-    accuracies = validations(tmp_path / "run")
-    best = max(accuracies.values())
-    assert result.selected_step == max(step for step, accuracy in accuracies.items() if accuracy == best)
+# A benchmark whose validation exact match moves: train says "go" is "A" in one row and "B" in the other, validation
+# asks for "A". Each step trains on one of the two rows (a seeded permutation per epoch), at a constant rate, so the
+# model's answer swings between them. With seed 0 it answers "A" after steps 9 and 10 only: over 11 steps validated
+# one by one the score is 0, …, 0, 100, 100, 0, a best reached twice and then left, so `last`, the earliest best and
+# the latest best are three different steps.
+SWINGING = {"eval_every": 1, "batch_size": 1, "learning_rate": 0.01, "schedule": "constant", "warmup_steps": 0,
+            "label_smoothing": 0.0}
+SWINGING_STEPS = 11
+
+
+@pytest.fixture(scope="module")
+def swinging_scores(tmp_path_factory):
+    rows = [{"id": "a", "source": "go", "target": "A"}, {"id": "b", "source": "go", "target": "B"}]
+    asked = [{"id": "v", "source": "go", "target": "A"}]
+    return write_benchmark(tmp_path_factory.mktemp("swinging") / "go", {"train": rows, "validation": asked,
+                                                                        "test": asked}, "scan", "go")
+
+
+def swinging_run(select, tiny_model, data, out):
+    """Train on the swinging benchmark under `select`; the run's result and its validation scores by step, checked
+    to move as the fixture says (a best reached at more than one step, the last step below it)."""
+    result = train(tiny_model, data, out, device="cpu", progress=False, max_steps=SWINGING_STEPS,
+                   overrides={**SWINGING, "select": select}, architecture_overrides={"dropout": 0.0})
+    scores = validations(out)
+    best = max(scores.values())
+    assert sorted(scores) == list(range(1, SWINGING_STEPS + 1))
+    assert best > 0 and len([step for step, score in scores.items() if score == best]) >= 2, scores
+    assert scores[SWINGING_STEPS] < best, scores
+    return result, scores
+
+
+def test_best_validation_keeps_the_latest_of_the_steps_with_the_best_score(swinging_scores, tiny_model, tmp_path):
+    result, scores = swinging_run("best_validation", tiny_model, swinging_scores, tmp_path / "run")
+    best = max(scores.values())
+    latest_best = max(step for step, score in scores.items() if score == best)
+    assert result.selected_step == latest_best == SWINGING_STEPS - 1
+    assert root_weights(tmp_path / "run") == checkpoint_weights(tmp_path / "run", latest_best)
     run = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert run["select"] == "best_validation" and run["selected_step"] == result.selected_step
-    if result.selected_step in (10, 15):  # the two newest checkpoints are kept
-        assert root_weights(tmp_path / "run") == checkpoint_weights(tmp_path / "run", result.selected_step)
+    assert (run["selected_step"], run["validation_exact_match"]) == (latest_best, best)
+    assert (run["best_validation_step"], run["best_validation_exact_match"]) == (latest_best, best)
+
+
+def test_last_keeps_the_final_step_though_an_earlier_one_scored_higher(swinging_scores, tiny_model, tmp_path):
+    result, scores = swinging_run("last", tiny_model, swinging_scores, tmp_path / "run")
+    assert result.selected_step == SWINGING_STEPS
+    assert root_weights(tmp_path / "run") == checkpoint_weights(tmp_path / "run", SWINGING_STEPS)
+    assert root_weights(tmp_path / "run") != checkpoint_weights(tmp_path / "run", SWINGING_STEPS - 1)
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["validation_exact_match"] == scores[SWINGING_STEPS] < run["best_validation_exact_match"]
 
 
 def test_a_run_folder_from_before_select_resumes_under_the_recipes_rule(tiny_scan, tiny_model, tmp_path):

@@ -4,42 +4,20 @@ create, never write into their inputs, refuse a second process on the same folde
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from commands import BENCHBUILD, benchbuild, file_hashes, refused
 
 from benchbuild.training.loop import train
 
 pytestmark = pytest.mark.shared
-
-BENCHBUILD = str(Path(sys.executable).parent / "benchbuild")
-
-
-def _benchbuild(*arguments, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([BENCHBUILD, *map(str, arguments)], capture_output=True, text=True, cwd=cwd,
-                          stdin=subprocess.DEVNULL)
-
-
-def _refused(done: subprocess.CompletedProcess, *phrases: str) -> None:
-    assert done.returncode != 0, done.stdout + done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("benchbuild: error:")]
-    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
-    for phrase in phrases:
-        assert phrase in errors[0], done.stderr
-
-
-def _snapshot(folder: Path) -> dict[str, str]:
-    """Every file under `folder` (or `folder` itself) with its sha256: equal snapshots, untouched bytes."""
-    paths = [folder] if folder.is_file() else sorted(p for p in folder.rglob("*") if p.is_file())
-    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
 
 
 @pytest.fixture
@@ -60,26 +38,26 @@ def run_copy(trained, tmp_path) -> Path:
 
 
 def _train(model, data, out, *extra, cwd=None):
-    return _benchbuild("train", "--model", model, "--data", data, "--out", out, "--device", "cpu", *extra, cwd=cwd)
+    return benchbuild("train", "--model", model, "--data", data, "--out", out, "--device", "cpu", *extra, cwd=cwd)
 
 
 def test_train_with_its_benchmark_as_out_and_overwrite_keeps_the_benchmark(benchmark_copy, tiny_model):
-    before = _snapshot(benchmark_copy)
-    _refused(_train(tiny_model, benchmark_copy, benchmark_copy, "--overwrite"), "--out", "is the command's input --data")
-    assert _snapshot(benchmark_copy) == before
+    before = file_hashes(benchmark_copy)
+    refused(_train(tiny_model, benchmark_copy, benchmark_copy, "--overwrite"), "--out", "is the command's input --data")
+    assert file_hashes(benchmark_copy) == before
 
 
 def test_train_into_a_folder_inside_its_benchmark_is_refused(benchmark_copy, tiny_model):
-    before = _snapshot(benchmark_copy)
-    _refused(_train(tiny_model, benchmark_copy, benchmark_copy / "run"), "lies inside the command's input --data")
-    assert _snapshot(benchmark_copy) == before and not (benchmark_copy / "run").exists()
+    before = file_hashes(benchmark_copy)
+    refused(_train(tiny_model, benchmark_copy, benchmark_copy / "run"), "lies inside the command's input --data")
+    assert file_hashes(benchmark_copy) == before and not (benchmark_copy / "run").exists()
 
 
 def test_train_with_an_empty_out_and_overwrite_leaves_the_working_folder_alone(tiny_scan, tiny_model, tmp_path):
     (tmp_path / "notes.txt").write_text("a week of notes\n")
-    _refused(_train(tiny_model, tiny_scan, "", "--overwrite", cwd=tmp_path), "--out is empty")
-    _refused(_benchbuild("train", "--model", tiny_model, "--data", tiny_scan, "--out=", "--overwrite", cwd=tmp_path),
-             "--out is empty")
+    refused(_train(tiny_model, tiny_scan, "", "--overwrite", cwd=tmp_path), "--out is empty")
+    refused(benchbuild("train", "--model", tiny_model, "--data", tiny_scan, "--out=", "--overwrite", cwd=tmp_path),
+            "--out is empty")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
@@ -87,10 +65,10 @@ def test_overwrite_replaces_a_run_folder_but_never_a_folder_of_other_files(tiny_
     mine = tmp_path / "thesis"
     mine.mkdir()
     (mine / "chapter1.tex").write_text("\\chapter{One}\n")
-    before = _snapshot(mine)
-    _refused(_train(tiny_model, tiny_scan, mine, "--overwrite"), "is not a run folder benchbuild wrote",
-             "chapter1.tex")
-    assert _snapshot(mine) == before
+    before = file_hashes(mine)
+    refused(_train(tiny_model, tiny_scan, mine, "--overwrite"), "is not a run folder benchbuild wrote",
+            "chapter1.tex")
+    assert file_hashes(mine) == before
 
 
 def test_overwrite_replaces_a_run_folder_benchbuild_wrote(run_copy, tiny_scan, tiny_model):
@@ -122,7 +100,7 @@ def test_eval_writes_no_prediction_through_a_planted_link(run_copy, tiny_scan, t
         victim.write_text("precious\n")
         (run_copy / name).unlink(missing_ok=True)
         (run_copy / name).symlink_to(victim)
-    done = _benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--device", "cpu")
+    done = benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--device", "cpu")
     assert done.returncode == 0, done.stderr
     assert all(victim.read_text() == "precious\n" for victim in victims.values())
     assert not (run_copy / "predictions.jsonl").is_symlink()
@@ -141,7 +119,7 @@ def test_a_second_train_on_a_busy_run_folder_is_refused_and_the_kill_frees_it(ti
             time.sleep(0.1)
         assert (out / "train_log.jsonl").is_file(), "the first run never started training"
         second = _train(tiny_model, tiny_scan, out, "--max-steps", "100000")
-        _refused(second, "is in use by benchbuild process", str(first.pid))
+        refused(second, "is in use by benchbuild process", str(first.pid))
         assert first.poll() is None  # the first goes on
     finally:
         first.send_signal(signal.SIGKILL)
@@ -157,18 +135,18 @@ def test_a_second_train_on_a_busy_run_folder_is_refused_and_the_kill_frees_it(ti
 def test_a_diverging_run_stops_marked_failed_and_is_never_a_result(tiny_scan, tiny_model, tmp_path):
     out = tmp_path / "run"
     done = _train(tiny_model, tiny_scan, out, "--set", "learning_rate=1e30", "--set", "warmup_steps=1")
-    _refused(done, "the training loss became", "marked failed")
+    refused(done, "the training loss became", "marked failed")
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "failed" and run["failed_at_step"] >= 1
-    _refused(_benchbuild("eval", "--run", out, "--data", tiny_scan, "--device", "cpu"), "failed at step")
+    refused(benchbuild("eval", "--run", out, "--data", tiny_scan, "--device", "cpu"), "failed at step")
     assert not (out / "metrics.json").exists()
 
 
 def test_a_log_line_cut_by_a_kill_neither_blocks_resumption_nor_the_report(run_copy, tiny_scan, tiny_model):
     with open(run_copy / "train_log.jsonl", "a") as log:
         log.write('{"step": 31, "loss": 0.')  # what a kill in the middle of a write leaves
-    assert _benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--device", "cpu").returncode == 0
-    report = _benchbuild("report", run_copy, "--out", run_copy.parent / "report", "--format", "md")
+    assert benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--device", "cpu").returncode == 0
+    report = benchbuild("report", run_copy, "--out", run_copy.parent / "report", "--format", "md")
     assert report.returncode == 0, report.stderr
     done = _train(tiny_model, tiny_scan, run_copy, "--max-steps", "40")
     assert done.returncode == 0, done.stderr
@@ -178,32 +156,32 @@ def test_a_log_line_cut_by_a_kill_neither_blocks_resumption_nor_the_report(run_c
 
 def test_eval_refuses_a_data_folder_that_is_not_a_benchmark_before_decoding(run_copy, tmp_path):
     (tmp_path / "corpus").mkdir()
-    _refused(_benchbuild("eval", "--run", run_copy, "--data", tmp_path / "corpus", "--device", "cpu"),
-             "is not a benchbuild benchmark")
+    refused(benchbuild("eval", "--run", run_copy, "--data", tmp_path / "corpus", "--device", "cpu"),
+            "is not a benchbuild benchmark")
 
 
 def test_eval_out_holding_other_files_is_refused_and_kept(run_copy, tiny_scan, tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     (results / "table.csv").write_text("mine\n")
-    before = _snapshot(results)
-    _refused(_benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--out", results, "--device", "cpu"),
-             "holds files that are not an evaluation's", "table.csv")
-    assert _snapshot(results) == before
-    _refused(_benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--out", tiny_scan, "--device", "cpu"),
-             "is the command's input --data")
+    before = file_hashes(results)
+    refused(benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--out", results, "--device", "cpu"),
+            "holds files that are not an evaluation's", "table.csv")
+    assert file_hashes(results) == before
+    refused(benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--out", tiny_scan, "--device", "cpu"),
+            "is the command's input --data")
 
 
 def test_an_absurd_beam_is_refused_before_any_allocation(run_copy, tiny_scan):
-    done = _benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--beam", "1000000", "--device", "cpu")
+    done = benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--beam", "1000000", "--device", "cpu")
     assert done.returncode == 2 and "Invalid value for '--beam'" in done.stderr and "256" in done.stderr
     assert "Traceback" not in done.stderr and not (run_copy / "predictions.jsonl").exists()
 
 
 def test_report_counts_a_run_named_twice_once(run_copy, tiny_scan):
-    assert _benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--device", "cpu").returncode == 0
-    twice = _benchbuild("report", run_copy, Path(os.path.relpath(run_copy)), "--out", run_copy.parent / "r",
-                        "--format", "csv")
+    assert benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--device", "cpu").returncode == 0
+    twice = benchbuild("report", run_copy, Path(os.path.relpath(run_copy)), "--out", run_copy.parent / "r",
+                       "--format", "csv")
     assert twice.returncode == 0, twice.stderr
     row = (run_copy.parent / "r.csv").read_text().splitlines()[1].split(",")
     assert row[4] == "1"  # runs

@@ -5,6 +5,7 @@ import json
 
 import pytest
 import torch
+from small_inputs import write_benchmark
 from typer.testing import CliRunner
 
 from benchbuild import zoo
@@ -13,8 +14,6 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.training.loop import selects, train
 from benchbuild.zoo.loading import load_model
 from benchbuild.zoo.recipe import TrainingRecipe
-
-pytestmark = pytest.mark.shared
 
 
 def validation_lines(run_dir):
@@ -102,13 +101,13 @@ def test_selecting_by_loss_keeps_the_lowest_validation_loss_recomputed_by_the_mo
 
 
 def test_selecting_by_bleu_logs_the_bleu_that_eval_gives_the_selected_checkpoint_with_beam_5(
-        tiny_scan, tiny_model, benchmark_writer, tmp_path):
+        tiny_scan, tiny_model, tmp_path):
     from benchbuild.benchmark import load_splits
 
     splits = load_splits(tiny_scan)
     rows = list(splits["train"])
-    data = benchmark_writer(tmp_path / "bench", {"train": rows[:100], "validation": rows[100:], "test":
-                                                 list(splits["test"])})
+    data = write_benchmark(tmp_path / "bench", {"train": rows[:100], "validation": rows[100:],
+                                                "test": list(splits["test"])}, "scan", "simple")
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--data", str(data), "--out", str(run_dir),
                                       "--device", "cpu", "--max-steps", "20", "--set", "eval_every=10", "--set",
@@ -136,9 +135,8 @@ def test_held_out_sets_the_share_of_train_that_validates_a_run(tiny_scan, tiny_m
     assert run["validation"] == "train-heldout-10%-seed-0" and run["validation_rows"] == 12
 
 
-
 def test_a_run_that_validated_before_validate_by_existed_resumes_under_exact_match_only(tiny_scan, tiny_model,
-                                                                                           tmp_path):
+                                                                                        tmp_path):
     run_dir = tmp_path / "run"
     train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=5, overrides={"eval_every": 5})
     run = json.loads((run_dir / "run.json").read_text())  # as an earlier benchbuild wrote it: no validate_by

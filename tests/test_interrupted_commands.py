@@ -1,0 +1,240 @@
+"""Commands stopped by a real signal, as `python -m benchbuild` processes: Ctrl-C (SIGINT to the process group, as a
+terminal sends it) of `train`, `eval` and `build-scan` exits 130 and leaves nothing that looks complete; `train`
+SIGKILLed at a random step resumes to the bytes of an uninterrupted run; `eval` SIGKILLed while it decodes leaves no
+`metrics.json`, and the same command then finishes. Inputs are tiny and need no `../shared`: SCAN rows from the
+grammar and a one-layer Transformer; each test takes seconds, most of them the interpreter's start-up."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from small_inputs import tiny_transformer_entry, write_benchmark
+
+from benchbuild.device import cpu_threads
+from benchbuild.locks import held
+from benchbuild.training.loop import train
+
+BENCHBUILD = [sys.executable, "-m", "benchbuild"]
+# One torch thread, as in this process (tests/conftest.py): a run trained here and one trained by a command then
+# compute alike. Rich draws its progress bars into the captured stderr, so a test sees when decoding has begun.
+ENVIRONMENT = {**os.environ, "OMP_NUM_THREADS": "1", "TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1"}
+
+STEPS, EVAL_EVERY = 120, 20
+TINY = tiny_transformer_entry("tiny_transformer", "scan", steps=STEPS, batch_size=16, learning_rate=3e-3,
+                              eval_every=EVAL_EVERY, select="last")
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> tuple[Path, Path]:
+    """(model file, benchmark folder): 200 train and 100 test rows, SCAN commands of at most four actions."""
+    from benchbuild.scan.grammar import generate
+
+    folder = tmp_path_factory.mktemp("inputs")
+    model = folder / "tiny_transformer.toml"
+    model.write_text(TINY, encoding="utf-8")
+    examples = [example for example in generate() if len(example.actions.split()) <= 4]
+    random.Random(0).shuffle(examples)
+    rows = [{"id": f"scan-{i}", "source": e.command, "target": e.actions} for i, e in enumerate(examples[:300])]
+    return model, write_benchmark(folder / "scan", {"train": rows[:200], "test": rows[200:]}, "scan", "tiny")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(inputs, tmp_path_factory) -> Path:
+    """The run trained to its end in this process, on one thread."""
+    model, data = inputs
+    run_dir = tmp_path_factory.mktemp("uninterrupted") / "run"
+    with cpu_threads(1):  # as the commands run (OMP_NUM_THREADS=1): the bytes depend on the thread count
+        train(model, data, run_dir, seed=0, device="cpu", progress=False)
+    return run_dir
+
+
+def train_command(inputs, run_dir: Path, *extra: str) -> list[str]:
+    model, data = inputs
+    return [*BENCHBUILD, "train", "--model", str(model), "--data", str(data), "--out", str(run_dir), "--device", "cpu",
+            *extra]
+
+
+def eval_command(run_dir: Path, data: Path, out: Path) -> list[str]:
+    """One sentence a batch: decoding the 100 test rows lasts long enough to be interrupted."""
+    return [*BENCHBUILD, "eval", "--run", str(run_dir), "--data", str(data), "--out", str(out), "--device", "cpu",
+            "--batch-size", "1"]
+
+
+def start(command: list[str], stderr: Path) -> subprocess.Popen:
+    """`command` in a process group of its own (a terminal's foreground job), its stderr into the file `stderr`."""
+    with stderr.open("w") as log:  # the child keeps its own handle
+        return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=ENVIRONMENT,
+                                start_new_session=True)
+
+
+def wait_for(process: subprocess.Popen, ready, what: str, within: float = 120.0) -> None:
+    """Poll until `ready()`; fail if the process ends first or `within` seconds pass."""
+    deadline = time.monotonic() + within
+    while not ready():
+        assert process.poll() is None, f"the command ended (exit {process.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"no sign of {what} within {within:.0f} s"
+        time.sleep(0.005)
+
+
+def stop(process: subprocess.Popen, sent: int) -> int:
+    """Send `sent` to the process group; its exit code (SIGKILLed: -9), killed outright if it lingers 60 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, sent)
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        pytest.fail(f"the command still ran 60 s after signal {sent}")
+
+
+def logged_steps(run_dir: Path) -> int:
+    """The last step `train_log.jsonl` records (a line cut by a kill is not counted)."""
+    step = 0
+    with contextlib.suppress(FileNotFoundError):
+        for line in (run_dir / "train_log.jsonl").read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                step = max(step, json.loads(line)["step"])
+    return step
+
+
+def checkpoints(run_dir: Path) -> list[int]:
+    return sorted(int(path.name.split("-")[1]) for path in (run_dir / "checkpoints").glob("step-*"))
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Work and partial files or folders of saves that did not finish (the lock file aside)."""
+    return [str(path.relative_to(folder)) for path in folder.rglob("*")
+            if (path.name.startswith(".") and path.name != ".benchbuild.lock") or ".partial" in path.name]
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def log_without_times(run_dir: Path) -> list[dict]:
+    lines = [json.loads(line) for line in (run_dir / "train_log.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [{key: value for key, value in line.items() if key != "elapsed_s"} for line in lines]
+
+
+def assert_interrupted(code: int, stderr: Path) -> None:
+    """Exit 130, no traceback."""
+    text = stderr.read_text(encoding="utf-8", errors="replace")
+    assert code == 130, text
+    assert "Traceback" not in text, text
+
+
+def test_train_sigkilled_at_a_random_step_resumes_to_the_bytes_of_an_uninterrupted_run(
+        inputs, uninterrupted, kill_seed, tmp_path):
+    run_dir = tmp_path / "run"
+    kill_at = random.Random(f"{kill_seed} train").randrange(EVAL_EVERY + 1, STEPS)
+    print(f"BENCHBUILD_KILL_SEED={kill_seed}: train killed once it logged step {kill_at} of {STEPS}")
+    process = start(train_command(inputs, run_dir), tmp_path / "train.log")
+    wait_for(process, lambda: logged_steps(run_dir) >= kill_at, f"step {kill_at}")
+    code = stop(process, signal.SIGKILL)
+    where = f"killed after step {logged_steps(run_dir)} (exit {code}; replay: BENCHBUILD_KILL_SEED={kill_seed})"
+    assert code in (-signal.SIGKILL, 0), where  # 0: it finished first, which a loaded machine may allow
+    if code:
+        assert json.loads((run_dir / "run.json").read_text())["status"] != "complete", where
+
+    rerun = subprocess.run(train_command(inputs, run_dir), capture_output=True, text=True, env=ENVIRONMENT,
+                           check=False)
+    assert rerun.returncode == 0, f"{where}; the rerun says: {rerun.stderr}"
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "complete", where
+    final = Path("checkpoints", f"step-{STEPS:08d}", "model.safetensors")
+    for weights in (Path("model.safetensors"), final):
+        assert sha256(run_dir / weights) == sha256(uninterrupted / weights), f"{where}: {weights} differs"
+    assert log_without_times(run_dir) == log_without_times(uninterrupted), where
+    assert not leftovers(run_dir), where
+
+
+def test_ctrl_c_stops_train_with_130_and_leaves_a_run_that_resumes(inputs, tmp_path):
+    run_dir = tmp_path / "run"
+    process = start(train_command(inputs, run_dir, "--max-steps", "100000"), tmp_path / "train.log")
+    wait_for(process, lambda: checkpoints(run_dir), "the first checkpoint")
+    assert_interrupted(stop(process, signal.SIGINT), tmp_path / "train.log")
+
+    # Not complete, so never reported ("starting" until the first validation has updated run.json).
+    assert json.loads((run_dir / "run.json").read_text())["status"] in ("starting", "running")
+    assert not leftovers(run_dir) and not held(run_dir)
+    model, data = inputs
+    last = checkpoints(run_dir)[-1]
+    result = train(model, data, run_dir, seed=0, max_steps=last + 1, device="cpu", progress=False)
+    assert (result.resumed_from, result.steps) == (last, last + 1)
+
+
+@pytest.fixture(scope="module")
+def evaluable(inputs, tmp_path_factory) -> Path:
+    """A run trained 20 steps in this process, to evaluate."""
+    model, data = inputs
+    run_dir = tmp_path_factory.mktemp("evaluable") / "run"
+    train(model, data, run_dir, seed=0, max_steps=EVAL_EVERY, device="cpu", progress=False)
+    return run_dir
+
+
+def decoding(stderr: Path):
+    return lambda: "decoding" in stderr.read_text(encoding="utf-8", errors="replace")
+
+
+def test_ctrl_c_stops_eval_with_130_and_writes_no_metrics(inputs, evaluable, tmp_path):
+    _, data = inputs
+    out = tmp_path / "evaluation"
+    process = start(eval_command(evaluable, data, out), tmp_path / "eval.log")
+    wait_for(process, decoding(tmp_path / "eval.log"), "decoding")
+    assert_interrupted(stop(process, signal.SIGINT), tmp_path / "eval.log")
+    assert not (out / "metrics.json").exists() and not (out / "predictions.jsonl").exists()
+    assert not out.exists() or not leftovers(out)
+
+
+def test_eval_sigkilled_before_its_metrics_land_leaves_none_and_the_same_command_finishes(inputs, evaluable, tmp_path):
+    _, data = inputs
+    out = tmp_path / "evaluation"
+    process = start(eval_command(evaluable, data, out), tmp_path / "eval.log")
+    wait_for(process, decoding(tmp_path / "eval.log"), "decoding")
+    assert stop(process, signal.SIGKILL) == -signal.SIGKILL
+    assert not (out / "metrics.json").exists()
+
+    rerun = subprocess.run(eval_command(evaluable, data, out), capture_output=True, text=True, env=ENVIRONMENT,
+                           check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["rows"] == 100 and metrics["split"] == "test"
+    assert len((out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()) == 100
+    assert not leftovers(out)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_ctrl_c_stops_build_scan_with_130_and_every_folder_it_shows_is_complete(tmp_path):
+    splits = [f"fewshot_num{n}_rep{r}" for n in (1, 2, 4, 8) for r in (1, 2, 3, 4, 5)]
+    command = [*BENCHBUILD, "build-scan", "--out", "scan", *[f"--split={split}" for split in splits]]
+    (tmp_path / "interrupted").mkdir()
+    with (tmp_path / "build.log").open("w") as log:
+        process = subprocess.Popen(command, cwd=tmp_path / "interrupted", stdout=subprocess.DEVNULL, stderr=log,
+                                   env=ENVIRONMENT, start_new_session=True)
+    out = tmp_path / "interrupted" / "scan"
+    wait_for(process, lambda: out.is_dir() and any(out.iterdir()), "its first splitting")
+    assert_interrupted(stop(process, signal.SIGINT), tmp_path / "build.log")
+
+    assert not leftovers(out)
+    shown = sorted(path.name for path in out.iterdir())
+    assert len(shown) < len(splits), "the build finished before Ctrl-C reached it"
+    # Each folder it shows is what the same command writes uninterrupted (build.json records the command line).
+    (tmp_path / "reference").mkdir()
+    reference = subprocess.run(command, cwd=tmp_path / "reference", capture_output=True, text=True,
+                               env=ENVIRONMENT, check=False)
+    assert reference.returncode == 0, reference.stderr
+    for name in shown:
+        assert snapshot(out / name) == snapshot(tmp_path / "reference" / "scan" / name), name
