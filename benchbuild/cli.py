@@ -21,6 +21,7 @@ from benchbuild import __version__
 from benchbuild.engine import EngineParameters, without_engine_options
 from benchbuild.errors import BenchbuildError, Terminated
 from benchbuild.importing.parameters import ImportParameters, LayoutName
+from benchbuild.lake_baroni.parameters import LakeBaroniParameters
 from benchbuild.nounadj.parameters import NounAdjParameters
 from benchbuild.options import (DeviceOption, EncodingErrorsOption, FormatOption, OverwriteOption, key_values,
                                 with_parameters)
@@ -146,7 +147,8 @@ def _command_line_of(argv: list[str] | tuple[str, ...]) -> str:
 # Build commands whose options are a parameters dataclass: its cheap `check()` (arguments and input files only)
 # also runs when a pipeline is planned, so a bad last step fails before the first one writes anything.
 _CHECKED_PARAMETERS = {"build-scan": ScanParameters, "build-noun-adj": NounAdjParameters,
-                       "build-react": ReactParameters, "degree": DegreeParameters}
+                       "build-react": ReactParameters, "degree": DegreeParameters,
+                       "build-lake-baroni-fr": LakeBaroniParameters, "import": ImportParameters}
 
 
 def _plan_recipe(recipe: Path, stack: tuple[Path, ...]) -> list[tuple[str, typer.core.TyperCommand, list[str]]]:
@@ -206,7 +208,10 @@ def _parse_step(command, argv: list[str], where: str) -> dict:
             engine.check()
         if parameters is not None:
             built = parameters(**{field.name: values[field.name] for field in dataclasses.fields(parameters)})
-            built.check()
+            if argv[0] == "import":  # its checks need the LAYOUT and DIR arguments
+                built.check(values.get("layout"), values.get("folder"))
+            else:
+                built.check()
             if engine is not None and hasattr(built, "check_engine"):  # options that clash with an engine
                 built.check_engine(engine)
         if argv[0] == "train":
@@ -351,6 +356,26 @@ def _empty_test_split(counts: dict[str, int]) -> str:
     return (f"the test split would be empty: none of the {parsed:,} sentences holding a target noun has a held-out "
             "pairing: give a larger corpus (or a --pairs file whose swapped pairings it holds), or pass --allow-small "
             "to save it anyway")
+
+
+@app.command("build-lake-baroni-fr")
+@with_parameters
+def build_lake_baroni_command(
+    out_dir: Annotated[Path, typer.Option("--out", help="Benchmark folder to write.")],
+    parameters: LakeBaroniParameters,
+    format: FormatOption = "arrow",
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Build Lake & Baroni's (2018, §5) small English→French set with the novel adjective "daxy" (002 Table 3) from
+    the English–French pairs file: train, test and the eight daxy sentences."""
+    from benchbuild.lake_baroni.build import build_lake_baroni
+
+    parameters.check()
+    check_output(out_dir, "--out", "benchmark", inputs=path_inputs(parameters), overwrite=overwrite)
+    benchmark = build_lake_baroni(parameters)
+    _save(benchmark, out_dir, format, overwrite)
+    rows = ", ".join(f"{name} {split.rows:,}" for name, split in benchmark.info.splits.items())
+    out.print(f"wrote {out_dir} ({rows})")
 
 
 def _positive_minutes(value: float | None) -> float | None:
