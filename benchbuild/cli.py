@@ -644,6 +644,39 @@ def import_command(
               markup=False, highlight=False, soft_wrap=True)
 
 
+@app.command("publish")
+def publish_command(
+    benchmark: Annotated[Path, typer.Argument(metavar="BENCH", help="A benchmark folder benchbuild wrote (built or "
+                                              "imported; arrow, parquet or jsonl).", show_default=False)],
+    out_dir: Annotated[Path, typer.Option("--out", help="The folder to write: data/*.parquet, README.md, "
+                                          "build.json, croissant.json, CITATION.bib.")],
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a folder an earlier publish wrote "
+                                            "(nothing else).")] = False,
+) -> None:
+    """Write a benchmark as a dataset to release: Hub-ready parquet splits and card, croissant.json (Croissant 1.0 with
+    its Responsible-AI fields) and CITATION.bib (the papers it follows and benchbuild). mlcroissant must load
+    croissant.json and yield every split's rows before anything is put in place; it is the `publish` extra (pip
+    install 'benchbuild\\[publish]'): without it the command stops before writing anything. What only the author can
+    say is left as "TODO (author): ..." placeholders, listed on stderr."""
+    from benchbuild.publishing.publish import publish, require_mlcroissant
+
+    checker = require_mlcroissant()
+    check_output(out_dir, "--out", "published", inputs=[("BENCH", benchmark)], overwrite=overwrite)
+    published = publish(benchmark, out_dir, overwrite=overwrite, progress=True)
+    rows = ", ".join(f"{name} {count:,}" for name, count in published.rows.items())
+    out.print(f"wrote {out_dir} ({rows}); croissant.json checked with mlcroissant {checker}: every split's records "
+              "equal the benchmark's rows", markup=False, highlight=False, soft_wrap=True)
+    for split, columns in published.null_columns.items():
+        console.print(f"note: split {split} has no {', '.join(columns)} column(s): null there in its parquet file, "
+                      "so that every split has one schema", markup=False, highlight=False, soft_wrap=True)
+    if published.placeholders:
+        console.print(f"{len(published.placeholders)} placeholders hold what only you can say; replace each "
+                      "'TODO (author): ...' before you release the folder:", markup=False, highlight=False,
+                      soft_wrap=True)
+        for placeholder in published.placeholders:
+            console.print(f"  {placeholder}", markup=False, highlight=False, soft_wrap=True)
+
+
 def _option_dests(command) -> set[str]:
     names = set()
     for param in command.params:

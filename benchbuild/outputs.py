@@ -4,8 +4,9 @@ benchbuild never deletes, replaces or writes through anything it did not create.
 `check_output` with its output and its inputs before any expensive stage:
 - an output is never an input of the same command, never inside one, and never holds one;
 - an existing output is replaced only with `--overwrite`, and only when it is something benchbuild wrote, of the
-  kind the command writes (`OWNERS`: a benchmark folder, a run folder, a degree TSV, a metrics JSON, a report
-  file), recognised by the files it always writes; anything else is refused with one line saying what is there.
+  kind the command writes (`OWNERS`: a benchmark folder, a published folder, a run folder, a degree TSV, a
+  metrics JSON, a report file), recognised by the files it always writes; anything else is refused with one line
+  saying what is there.
 Names that become part of a path (a sweep's `name`, a benchmark's `name`) pass `check_name`; relative paths given in
 a file (`out`, `data`) pass `check_relative`. An empty path is refused where it is parsed (`check_path_text`).
 """
@@ -69,6 +70,11 @@ def is_benchmark_folder(path: Path) -> bool:
             and bool({"family", "splits", "command_line"} & info.keys()) and (path / "README.md").is_file())
 
 
+def is_published_folder(path: Path) -> bool:
+    """A folder `publish` wrote: a benchmark folder (build.json and README.md) with its `croissant.json`."""
+    return is_benchmark_folder(path) and isinstance(_read_json(path / "croissant.json"), dict)
+
+
 def is_run_folder(path: Path) -> bool:
     """A folder `train` wrote: its `run.json` with the run's identity."""
     run = _read_json(path / "run.json")
@@ -114,6 +120,7 @@ def is_report_figures(path: Path) -> bool:
 
 OWNERS: Mapping[str, tuple[str, Callable[[Path], bool]]] = {
     "benchmark": ("a benchmark folder benchbuild wrote (build.json and README.md)", is_benchmark_folder),
+    "published": ("a folder benchbuild publish wrote (croissant.json, README.md and build.json)", is_published_folder),
     "run": ("a run folder benchbuild wrote (run.json)", is_run_folder),
     "degree": ("a degree table benchbuild wrote (a TSV whose header is 'line<TAB>degree')", is_degree_table),
     "metrics": ("a metrics file benchbuild wrote (JSON naming its benchmark and split)", is_metrics_file),
