@@ -8,7 +8,7 @@ TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: quickstart test setup clean-venv
+.PHONY: quickstart test setup mutation clean-venv
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make: $(PYTHON) not found: set PYTHON=/path/to/python3.11" >&2; exit 1; }
@@ -27,6 +27,12 @@ quickstart: setup
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# How many deliberately broken versions of each core module its tests catch (tools/mutation.py; about 20 minutes on
+# 2 cores; results in benchmarks/RESULTS.md).
+mutation: setup
+	$(BIN)/pip install --quiet -e ".[mutation]"
+	$(BIN)/python tools/mutation.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -11,6 +11,11 @@ import pytest
 from small_inputs import scan_file_rows, write_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
+# The commands the tests start run torch and numba on one thread too: with the suite on both cores (pytest-xdist) a
+# second thread per process only contends, and torch's spinning threads then run tiny models 10-25x slower than one
+# thread does (measured: 20 Transformer steps, 1.5 s on one thread, 36 s on two while another process is busy).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 
 def shared_root() -> Path:

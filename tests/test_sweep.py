@@ -80,9 +80,13 @@ device = "cpu"
 steps = 20
 [set]
 eval_every = 20
+batch_size = 16
+held_out = 0.02
 [[benchmarks]]
 name = "scan/addprim_turn_left"
 data = "out/scan/addprim_turn_left"
+[eval]
+batch_size = 512
 """
 
 

@@ -29,6 +29,15 @@ from benchbuild.sweep.state import RunState, run_state
 _WORKER: dict[str, Any] = {}
 
 
+def cpu_budget() -> int:
+    """The CPU threads a sweep shares among its jobs: OMP_NUM_THREADS when the user set it (as torch itself
+    reads it), else every core of the machine."""
+    try:
+        return max(1, int(os.environ["OMP_NUM_THREADS"]))
+    except (KeyError, ValueError):
+        return os.cpu_count() or 1
+
+
 def run_one(spec: RunSpec, threads: int, root: str) -> dict[str, Any]:
     """Train (or resume) and score one run into its folder, on `threads` torch threads; relative paths of the sweep
     are taken from `root` (the sweep's working folder: a Dask worker runs elsewhere, on the same filesystem)."""
@@ -144,7 +153,7 @@ def _locally(todo: list[RunSpec], jobs: int, on_finished: Callable[[str, str | N
         devices = [f"cuda:{index % gpus}" for index in range(jobs)]
     else:
         devices = [None] * jobs
-    threads = max(1, (os.cpu_count() or 1) // jobs)
+    threads = max(1, cpu_budget() // jobs)
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     for device in devices:

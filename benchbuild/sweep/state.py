@@ -12,6 +12,7 @@ from typing import Any
 from benchbuild.errors import BenchbuildError
 from benchbuild.run_folder import METRICS_FILE, RUN_FILE, read_log
 from benchbuild.sweep.spec import CONFIG_FILE, RunSpec
+from benchbuild.training.selection import better
 
 
 
@@ -50,12 +51,12 @@ def run_state(spec: RunSpec) -> RunState:
     run = _json(folder / RUN_FILE) or {}
     state = RunState(spec, "pending" if not run else "partial", budget=run.get("step_budget"),
                      validated_by=run.get("validate_by", "exact_match"))
-    best = min if state.validated_by == "loss" else max  # as training.validation.lower_is_better (no torch here)
     for record in _log(folder):
         state.step = max(state.step, int(record.get("step", 0)))
         if record.get(f"validation_{state.validated_by}") is not None:
             value = float(record[f"validation_{state.validated_by}"])
-            state.best_validation = value if state.best_validation is None else best(state.best_validation, value)
+            state.best_validation = (value if state.best_validation is None
+                                    else better(state.validated_by, state.best_validation, value))
             state.elapsed_s = record.get("elapsed_s", state.elapsed_s)
     if run.get("status") == "failed":
         state.state = "failed"

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from benchbuild import __version__
 from benchbuild.benchmark import load_splits, read_build_info
-from benchbuild.device import start_accelerator
+from benchbuild.device import cpu_threads, start_accelerator
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import EncodedSplit, batch_indices, by_length, collate, encode_rows, micro_batches
 from benchbuild.training.model_card import write_model_card
@@ -32,8 +32,8 @@ from benchbuild.run_folder import (append_log, claim, mark_failed, open_run, sav
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
 from benchbuild.zoo.loading import load_model
 from benchbuild.training.tokenization import build_tokenizer
-from benchbuild.training.validation import lower_is_better, split_validation, validation_scores
-from benchbuild.zoo.recipe import Selection
+from benchbuild.training.selection import selects
+from benchbuild.training.validation import split_validation, validation_scores
 
 
 @dataclass
@@ -107,7 +107,9 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
                          overrides=overrides, architecture_overrides=architecture_overrides,
                          validation_split=validation_split, progress=progress, overwrite=overwrite)
     check_run_paths(model, data, out)
-    with _claimed(Path(out)):
+    # The whole run on the thread count torch had when called (OMP_NUM_THREADS, or the caller's set_num_threads):
+    # numba's OpenMP layer would reset it to the machine's at the first dropout kernel (`cpu_threads`).
+    with _claimed(Path(out)), cpu_threads(torch.get_num_threads()):
         run = prepare(model, data, out, options)
         with _StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance:
             while run.state.step < run.budget:
@@ -299,21 +301,12 @@ def finish(run: PreparedRun) -> TrainResult:
     state = run.state
     if run.accelerator.is_main_process:
         run.record.update({**_selection_record(state, run.recipe.validate_by), "status": "complete",
-                           "stopped_by": run.stopped_by,
+                           "stopped_by": run.stopped_by, "cpu_threads": torch.get_num_threads(),
                            "elapsed_s": round(state.elapsed, 1)})
         write_run(run.out, run.record)
         write_model_card(run.out, run.record, run.accelerator.unwrap_model(run.network))
     return TrainResult(run_dir=run.out, steps=state.step, selected_step=state.selected_step,
                        validation_exact_match=state.selected_exact_match, resumed_from=run.resumed_from)
-
-
-def selects(select: Selection, value: float, selected: float | None, metric: str = "exact_match") -> bool:
-    """Whether a checkpoint just validated at `value` of `metric` replaces the one selected so far (validated at
-    `selected`): under `last` always; under `best_validation` when it is at least as good (as high, or as low for
-    the loss), so ties go to the later step."""
-    if select == "last" or selected is None:
-        return True
-    return value <= selected if lower_is_better(metric) else value >= selected
 
 
 def _selection_record(state: TrainerState, metric: str) -> dict[str, Any]:

@@ -67,11 +67,6 @@ class ValidationScores:
         return fields if self.bleu is None else {**fields, "validation_bleu": self.bleu}
 
 
-def lower_is_better(metric: str) -> bool:
-    """Whether a smaller value of `validate_by` metric is the better checkpoint (the loss) or a larger one."""
-    return metric == "loss"
-
-
 def validation_scores(network, tokenizer, sources: list[str], targets: list[str], batch_size: int, *,
                       label_smoothing: float = 0.0, bleu: bool = False) -> ValidationScores:
     """Exact match and loss from one teacher-forced pass (`teacher_forced`); BLEU (sacrebleu's corpus score, its

@@ -111,7 +111,7 @@ class HashMask:
     def _run(self, kernel, x: torch.Tensor, *before: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()
         out = torch.empty_like(x)
-        _set_threads()
+        numba_threads()
         kernel(*map(_flat, before), _flat(x), _flat(out), self.key_low, self.key_high, self.threshold,
                self.scale(x.dtype))
         return out
@@ -121,7 +121,8 @@ def _flat(t: torch.Tensor) -> np.ndarray:
     return t.detach().view(-1).numpy()
 
 
-def _set_threads() -> None:
+def numba_threads() -> None:
+    """numba's kernels on as many threads as torch runs (at most NUMBA_NUM_THREADS)."""
     numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
 
 
@@ -163,7 +164,7 @@ class _ReluDropoutFunction(torch.autograd.Function):
         (out,) = ctx.saved_tensors
         grad = grad.contiguous()
         result = torch.empty_like(grad)
-        _set_threads()
+        numba_threads()
         _relu_dropout_backward_kernel(_flat(grad), _flat(out), _flat(result), ctx.scale)
         return result, None
 
@@ -177,7 +178,7 @@ def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
     `dropout` would draw from the same RNG state."""
     mask = HashMask.draw(p)
     out = torch.empty(shape, dtype=torch.bool)
-    _set_threads()
+    numba_threads()
     _keep_kernel(_flat(out), mask.key_low, mask.key_high, mask.threshold)
     return out
 

@@ -48,6 +48,7 @@ from benchbuild.zoo.attention import Backend, attend, choose_backend, distances,
 from benchbuild.zoo.attention.layouts import Groups, GroupedBatch, Packed, SequenceLayout
 from benchbuild.zoo.attention.memory import CacheSlot, Memory, decoding_cache
 from benchbuild.zoo.dropout import Dropout
+from benchbuild.zoo.layer_norm import LayerNorm
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel, check_choice
 
 POSITIONS = ("absolute", "relative", "t5_bias", "fixed_span", "none")
@@ -188,7 +189,7 @@ class Stack(nn.Module):
         self.count = count if count is not None else config.decoder_layers if decoder else config.encoder_layers
         self.universal = config.universal
         self.layers = nn.ModuleList(Layer(config, decoder) for _ in range(1 if config.universal else self.count))
-        self.final_norm = nn.LayerNorm(config.d_model) if config.pre_norm and final_norm else None
+        self.final_norm = LayerNorm(config.d_model) if config.pre_norm and final_norm else None
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, cache: EncoderDecoderCache | None = None,
                 memory: Memory | None = None, layout: Groups | Packed | None = None) -> torch.Tensor:
@@ -215,15 +216,15 @@ class Layer(nn.Module):
             self.mixer = Attention(d, heads, config.attention_dropout, config.position, config.span, causal=decoder)
         beta0 = config.decoder_self_attention_gate if decoder else config.encoder_self_attention_gate
         self.gate = SelfAttentionGate(beta0) if beta0 is not None else None
-        self.mixer_norm = nn.LayerNorm(d)
+        self.mixer_norm = LayerNorm(d)
         if decoder:
             self.cross_attention = Attention(d, heads, config.attention_dropout)
-            self.cross_norm = nn.LayerNorm(d)
+            self.cross_norm = LayerNorm(d)
         if config.fuse_attention:
             self.fuse_attention = Attention(d, heads, config.attention_dropout)
-            self.fuse_norm = nn.LayerNorm(d)
+            self.fuse_norm = LayerNorm(d)
         self.feed_forward = FeedForward(d, config.d_ff, config.activation_dropout)
-        self.feed_forward_norm = nn.LayerNorm(d)
+        self.feed_forward_norm = LayerNorm(d)
         self.dropout = Dropout(config.dropout)
 
     def _sublayer(self, x: torch.Tensor, norm: nn.LayerNorm, compute) -> torch.Tensor:

@@ -12,7 +12,8 @@ from benchbuild import zoo
 from benchbuild.cli import app
 from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.report import build_report, markdown_table
-from benchbuild.training.loop import selects, train
+from benchbuild.training.loop import train
+from benchbuild.training.selection import selects
 from benchbuild.zoo.recipe import TrainingRecipe
 
 # Validation exact match by step: a peak at step 20, reached again at step 40, then a drop.

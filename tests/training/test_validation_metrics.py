@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from benchbuild import zoo
 from benchbuild.cli import app
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.loop import selects, train
+from benchbuild.training.loop import train
+from benchbuild.training.selection import selects
 from benchbuild.zoo.loading import load_model
 from benchbuild.zoo.recipe import TrainingRecipe
 
