@@ -40,8 +40,11 @@ MODULES: dict[str, list[str]] = {
                                          "tests/training/test_validation_metrics.py"],
     "benchbuild/nounadj/split.py": ["tests/nounadj/test_nounadj_split.py"],
 }
-# mutmut's exit codes of a mutant's test run (mutmut.stats.status_by_exit_code): 1 and 3 are kills, 0 a survivor.
-KILLED, SURVIVED = {1, 3}, {0}
+# mutmut's exit codes of a mutant's test run (mutmut.stats.status_by_exit_code): 1 and 3 are kills (a test failed),
+# 0 a survivor; a run stopped for taking too long (SIGXCPU, or SIGTERM from mutmut's wall-clock guard) is a mutant
+# the tests noticed too (it made them hang), counted as killed and shown apart; 33 and 5: no test reaches it, which
+# counts against the module like a survivor.
+KILLED, TIMED_OUT, SURVIVED, UNREACHED = {1, 3}, {-24, 24, 152, 255, 36, -15}, {0}, {33, 5}
 
 
 def _copy(module: str, folder: Path) -> None:
@@ -78,11 +81,15 @@ def run(module: str, workers: int, show_survivors: bool) -> tuple[int, int]:
     if done.returncode != 0:
         sys.exit(f"mutmut failed on {module} (see {folder}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     codes = _results(folder, module)
-    killed = sum(code in KILLED for code in codes.values())
-    survivors = sorted(key for key, code in codes.items() if code in SURVIVED)
+    timed_out = sum(code in TIMED_OUT for code in codes.values())
+    killed = sum(code in KILLED for code in codes.values()) + timed_out
+    survivors = sorted(key for key, code in codes.items() if code in SURVIVED | UNREACHED)
+    unreached = sum(code in UNREACHED for code in codes.values())
     other = len(codes) - killed - len(survivors)
     share = 100.0 * killed / len(codes) if codes else 0.0
-    note = f"; {other} neither (timeout, no test reaches it)" if other else ""
+    notes = [f"{timed_out} by timeout"] * bool(timed_out) + [f"{unreached} reached by no test"] * bool(unreached)
+    notes += [f"{other} with another outcome"] * bool(other)
+    note = f" ({'; '.join(notes)})" if notes else ""
     print(f"{module}: killed {killed} of {len(codes)} mutants ({share:.1f}%){note} "
           f"[{time.monotonic() - started:.0f} s]", flush=True)
     if show_survivors:

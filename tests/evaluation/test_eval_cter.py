@@ -7,6 +7,7 @@ from benchbuild.evaluation.cter import (
     compound_correct,
     cter,
     parse_compound,
+    read_compounds,
     read_lexicon,
 )
 
@@ -90,3 +91,28 @@ def test_malformed_lexicon_lines_are_errors_naming_file_and_line(tmp_path):
     path.write_text("dog\t狗/犬\ncat 猫\n", encoding="utf-8")
     with pytest.raises(BenchbuildError, match=r"lexicon, line 2: expected 'atom<TAB>"):
         read_lexicon(path)
+
+
+ROWS = [{"source": "the red car", "compound": "red car"}, {"source": "a dog", "compound": "dog"}]
+
+
+def test_compounds_come_from_a_column_or_from_a_file_of_one_per_row(tmp_path):
+    assert read_compounds("compound", ROWS) == ["red car", "dog"]
+    path = tmp_path / "compounds.txt"
+    path.write_text("red car\ndog\n", encoding="utf-8")
+    assert read_compounds(path, ROWS) == ["red car", "dog"]
+    assert read_compounds(str(path), ROWS) == ["red car", "dog"]
+
+
+@pytest.mark.parametrize("source, lines, message", [
+    (None, None, "CTER needs the compound of each row: pass --compound COLUMN_OR_FILE"),
+    ("colour", None, "--compound 'colour' is neither a column (compound, source) nor a file"),
+    ("file", ["red car"], "has 1 compounds but the split has 2 rows"),
+])
+def test_compounds_that_do_not_fit_the_rows_are_refused_naming_what_to_pass(tmp_path, source, lines, message):
+    if lines is not None:
+        source = tmp_path / "compounds.txt"
+        source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    with pytest.raises(BenchbuildError) as refused:
+        read_compounds(source, ROWS)
+    assert message in str(refused.value)

@@ -38,3 +38,37 @@ def test_bleu_by_degree_cuts_equal_count_buckets_and_states_their_edges():
                                                                                 (0.8, 0.9, 2)]
     assert [round(b["bleu"], 6) for b in buckets] == [100.0, 0.0, 100.0]
     assert not math.isnan(buckets[1]["bleu"])
+
+
+def test_exact_match_of_no_rows_is_zero():
+    assert exact_match([], []) == 0.0
+
+
+def test_the_zh_tokenizer_needs_more_than_half_of_the_references_in_chinese():
+    assert bleu_tokenizer_for(["他喜欢狗。", "the dog"]) == "13a"  # one of two: not more than half
+    assert bleu_tokenizer_for(["他喜欢狗。", "狗在公园。", "the dog"]) == "zh"
+
+
+def test_bleu_by_degree_makes_five_buckets_by_default_and_keeps_a_one_row_bucket():
+    rows = [f"w{row} x{row} y{row} z{row}" for row in range(5)]
+    buckets = bleu_by_degree(rows, rows, [0.1, 0.2, 0.3, 0.4, 0.5])
+    assert [bucket["rows"] for bucket in buckets] == [1, 1, 1, 1, 1]
+    assert [bucket["bleu"] for bucket in buckets] == pytest.approx([100.0] * 5)
+
+
+def test_bleu_by_degree_scores_chinese_buckets_with_the_zh_tokenizer():
+    # Unsegmented Chinese: 13a sees each line as one token and gives 0 for a near miss; zh scores characters.
+    references = ["他喜欢的狗想要一些新朋友", "每天狗都会在公园里玩耍"]
+    predictions = ["他喜欢的狗想要一些朋友", "每天狗都会在公园玩耍"]
+    buckets = bleu_by_degree(predictions, references, [1.0, 1.0], buckets=1)
+    assert buckets[0]["bleu"] == pytest.approx(bleu(predictions, references, tokenize="zh")["score"])
+    assert buckets[0]["bleu"] > 50.0
+
+
+def test_bleu_by_degree_puts_tied_degrees_in_row_order():
+    # 40 rows of one degree: a stable sort keeps them in row order, so the first bucket holds rows 0-19 (all right)
+    # and the second rows 20-39 (all wrong); an unstable sort would mix them.
+    references = [f"a{row} b{row} c{row} d{row}" for row in range(40)]
+    predictions = references[:20] + ["x y z w"] * 20
+    buckets = bleu_by_degree(predictions, references, [2.0] * 40, buckets=2)
+    assert [bucket["bleu"] for bucket in buckets] == pytest.approx([100.0, 0.0])

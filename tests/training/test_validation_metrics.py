@@ -12,7 +12,7 @@ from benchbuild import zoo
 from benchbuild.cli import app
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.loop import train
-from benchbuild.training.selection import selects
+from benchbuild.training.selection import better, selects
 from benchbuild.zoo.loading import load_model
 from benchbuild.zoo.recipe import TrainingRecipe
 
@@ -150,3 +150,8 @@ def test_a_run_that_validated_before_validate_by_existed_resumes_under_exact_mat
     resumed = train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=10,
                     overrides={"eval_every": 5})
     assert resumed.resumed_from == 5
+
+
+def test_the_better_of_two_scores_is_the_lower_loss_and_the_higher_of_anything_else():
+    assert better("loss", 0.5, 0.25) == 0.25 and better("loss", 0.25, 0.5) == 0.25
+    assert better("exact_match", 10.0, 20.0) == 20.0 and better("bleu", 30.0, 20.0) == 30.0
