@@ -28,8 +28,8 @@ quickstart: setup
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# How many deliberately broken versions of each core module its tests catch (tools/mutation.py; about 20 minutes on
-# 2 cores; results in benchmarks/RESULTS.md).
+# How many deliberately broken versions of each core module its tests catch (tools/mutation.py; results and what
+# each module took in benchmarks/RESULTS.md: react/degree.py and react/ngrams.py take far longer than the others).
 mutation: setup
 	$(BIN)/pip install --quiet -e ".[mutation]"
 	$(BIN)/python tools/mutation.py
