@@ -97,3 +97,16 @@ def test_cards_evaluation_and_the_zoo_do_not_import_what_lies_downstream():
     assert "benchbuild.benchmark" not in graph["benchbuild.cards"]
     assert "benchbuild.nounadj" not in graph["benchbuild.evaluation"]
     assert "benchbuild.training" not in graph["benchbuild.zoo"]
+
+
+def test_attention_owns_its_dropout_and_imports_nothing_of_the_zoo_that_uses_it():
+    """`zoo/attention` is a part the zoo's models build on: it reaches no zoo module outside itself (its dropout
+    masks live in `zoo/attention/hash_masks.py`, which the layers' `zoo/dropout.py` imports, not the reverse)."""
+    outside = []
+    for path in sorted((PACKAGE / "zoo" / "attention").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module else
+                     [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
+            outside += [f"{path.name}: {name}" for name in names
+                        if name.startswith("benchbuild.zoo") and not name.startswith("benchbuild.zoo.attention")]
+    assert outside == []

@@ -83,7 +83,7 @@ class DangleForSeq2Seq(TransformerForSeq2Seq):
         # Skip the Transformer's own stacks: Dangle keeps its embedding, decoder, init and `decode` but encodes anew.
         super(TransformerForSeq2Seq, self).__init__(config)
         self.embedding = TokenEmbedding(config)
-        self.embedding_dropout = Dropout(config.dropout)
+        self.embedding_dropout = Dropout(config.input_dropout)
         self.adaptive_stack = Stack(config, decoder=False, count=config.adaptive_layers, final_norm=False)
         self.source_stack = Stack(config, decoder=False, count=config.source_layers)
         if config.separate_keys_values:

@@ -9,7 +9,10 @@ Switches (all in `TransformerConfig`):
   distance span, 000 §3), "none" (no position information at all). 000 built T5 and fixed-span attention as
   additive masks on a fairseq Transformer with sinusoidal positions, hence absolute positions stay on for them.
 - `embedding_scale`: "teu" (Glorot-initialised embeddings times √d plus positions), "none" (N(0, 1) embeddings
-  plus positions), "ped" (N(0, 1/√d) embeddings plus positions / √d) — 003 App. D.
+  plus positions), "ped" (Kaiming-normal embeddings, std √(2/d), plus positions / √d), "xavier" (Glorot-initialised
+  embeddings, no scaling) — 003 App. D, as its official code initialises them (RobertCsordas/
+  transformer_generalization, models/transformer_enc_dec.py: `kaiming_normal_` for "scaledinit", whose std is
+  √2/√d where the paper's text says N(0, 1/√d); `xavier_uniform_` for the relative variants).
 - `universal`: one encoder layer and one decoder layer, applied `encoder_layers` / `decoder_layers` times (003 §2.2);
   positions enter only before the first layer, as in every variant here.
 - `encoder_self_attention_gate` / `decoder_self_attention_gate`: β₀ of the self-attention gate σ(β) (000 Alg. 1);
@@ -20,8 +23,10 @@ Switches (all in `TransformerConfig`):
   layer: position i of layer l attends over that position's outputs of the l layers below (embedding included).
 - `pre_norm`: layer norm before each sub-layer (fairseq's `normalize_before`) instead of after it.
 
-Dropout: `dropout` on embeddings and sub-layer outputs, `attention_dropout` on attention weights,
-`activation_dropout` (default: `dropout`) inside the feed-forward block.
+Dropout: `dropout` on sub-layer outputs, `input_dropout` (default: `dropout`) on the embeddings entering each stack,
+`attention_dropout` on attention weights, `activation_dropout` (default: `dropout`) inside the feed-forward block.
+003's official relative variants have no input dropout (their identity positional encoding replaces the absolute
+one, whose module applies the dropout).
 
 Grouped training (every switch; `TransformerForSeq2Seq.grouped_logits`): a batch cut into length groups runs as one
 forward pass, laid out by `benchbuild.zoo.attention.layouts`; the logits equal each group's own forward pass.
@@ -52,7 +57,7 @@ from benchbuild.zoo.layer_norm import LayerNorm
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel, check_choice
 
 POSITIONS = ("absolute", "relative", "t5_bias", "fixed_span", "none")
-EMBEDDING_SCALES = ("teu", "none", "ped")
+EMBEDDING_SCALES = ("teu", "none", "ped", "xavier")
 MIXERS = ("attention", "conv")
 ABSOLUTE_POSITIONS = ("absolute", "t5_bias", "fixed_span")
 DISTANCE_POSITIONS = ("relative", "t5_bias", "fixed_span")  # add a distance-dependent term to self-attention
@@ -67,7 +72,7 @@ class TransformerConfig(ZooConfig):
 
     def __init__(self, d_model: int = 128, num_heads: int = 8, d_ff: int = 256, encoder_layers: int = 3,
                  decoder_layers: int = 3, dropout: float = 0.1, attention_dropout: float = 0.1,
-                 activation_dropout: float | None = None,
+                 activation_dropout: float | None = None, input_dropout: float | None = None,
                  position: str = "absolute", embedding_scale: str = "teu", universal: bool = False,
                  encoder_self_attention_gate: float | None = None, decoder_self_attention_gate: float | None = None,
                  mixer: str = "attention", span: int = 4, fuse_attention: bool = False, pre_norm: bool = False,
@@ -85,6 +90,7 @@ class TransformerConfig(ZooConfig):
         self.num_hidden_layers = decoder_layers
         self.dropout, self.attention_dropout = dropout, attention_dropout
         self.activation_dropout = dropout if activation_dropout is None else activation_dropout
+        self.input_dropout = dropout if input_dropout is None else input_dropout
         self.position, self.embedding_scale, self.universal = position, embedding_scale, universal
         self.encoder_self_attention_gate = encoder_self_attention_gate
         self.decoder_self_attention_gate = decoder_self_attention_gate
@@ -101,7 +107,7 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
     def __init__(self, config: TransformerConfig):
         super().__init__(config)
         self.embedding = TokenEmbedding(config)
-        self.embedding_dropout = Dropout(config.dropout)
+        self.embedding_dropout = Dropout(config.input_dropout)
         self.encoder_stack = Stack(config, decoder=False)
         self.decoder_stack = Stack(config, decoder=True)
         self.post_init()
@@ -452,12 +458,12 @@ class TokenEmbedding(nn.Module):
         self.weight = nn.Parameter(torch.empty(config.vocab_size, config.d_model))
 
     def reset_parameters(self) -> None:
-        if self.scale == "teu":
+        if self.scale in ("teu", "xavier"):
             init.xavier_uniform_(self.weight)
         elif self.scale == "none":
             init.normal_(self.weight, mean=0.0, std=1.0)
-        else:
-            init.normal_(self.weight, mean=0.0, std=1.0 / math.sqrt(self.d_model))
+        else:  # "ped": torch's kaiming_normal_ of a (vocab, d) weight (fan_in d, ReLU gain √2), as 003's code
+            init.normal_(self.weight, mean=0.0, std=math.sqrt(2.0 / self.d_model))
 
     def forward(self, ids: torch.LongTensor, start: int = 0, layout: Groups | Packed | None = None) -> torch.Tensor:
         """Embeddings of `ids`, the first of which sits at position `start` (the cached prefix's length); with a

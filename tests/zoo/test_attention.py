@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from benchbuild.zoo.attention import Backend, attend, choose_backend, hashed_dropout, packed
 from benchbuild.zoo.attention.layouts import Groups
-from benchbuild.zoo.dropout import keep_mask
+from benchbuild.zoo.attention.hash_masks import keep_mask
 from benchbuild.zoo.transformer import TransformerConfig, TransformerForSeq2Seq
 
 CPU = torch.device("cpu")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchbuild.zoo.dropout import Dropout, HashMask, dropout, dropout_add, keep_mask, relu_dropout
+from benchbuild.zoo.attention.hash_masks import HashMask, dropout, keep_mask
+from benchbuild.zoo.dropout import Dropout, dropout_add, relu_dropout
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5])

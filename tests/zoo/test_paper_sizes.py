@@ -39,7 +39,7 @@ SETUPS = (
                "variants 4 layers, beta0 = -1; dropout and attention dropout 0.1; Adam lr 5e-4, batch 256)",
                "000", ("scan/",), SAG_MODELS | {"transformer"},
                dict(d_model=128, d_ff=256, num_heads=8, encoder_layers=4, decoder_layers=4, dropout=0.1,
-                    attention_dropout=0.1),
+                    attention_dropout=0.1, activation_dropout=0.0),  # fairseq's default activation dropout
                dict(learning_rate=5e-4, batch_size=256, grad_clip=1.0, select="last")),
     PaperSetup("000 App. A.2, De-En (fairseq IWSLT'14: embeddings 512, FFN 1024, 4 heads, 6 + 6 layers, dropout 0.3; "
                "Adam lr 5e-4, inverse sqrt, 4000 warm-up, wd 1e-4, label smoothing 0.1, no clip)",
@@ -54,11 +54,13 @@ SETUPS = (
                dict(learning_rate=7e-4, schedule="inverse_sqrt", warmup_steps=4000, label_smoothing=0.1,
                     grad_clip=0.0)),
     PaperSetup("003 Table 4, SCAN row (d_model 128, d_FF 256, 8 heads, 3 layers, batch 256, lr 1e-3, no schedule) "
-               "and App. B (dropout 0.1 after every component); §3.1: 50k steps",
+               "and App. B (dropout 0.1 after every component); §3.1: 50k steps; its official `trafo_scan` profile "
+               "(main.py): gradient clip 5",
                "003", ("scan/",), TRANSFORMER_003,
                dict(d_model=128, d_ff=256, num_heads=8, encoder_layers=3, decoder_layers=3, dropout=0.1,
                     attention_dropout=0.1),
-               dict(learning_rate=1e-3, batch_size=256, schedule="constant", steps=50000, select="last")),
+               dict(learning_rate=1e-3, batch_size=256, schedule="constant", steps=50000, select="last",
+                    grad_clip=5.0)),
     PaperSetup("001 §5 + App. B, Transformer (our implementation): transformer_iwslt_de_en widened to 12 + 12 "
                "layers, attention dropout 0.3, activation dropout 0.4, pre-norm, relative positions",
                "001", ("react/",), frozenset({"transformer"}),
@@ -77,14 +79,14 @@ SETUPS = (
                "004", ("cognition/",), frozenset({"fusion"}),
                dict(d_model=512, d_ff=1024, num_heads=4, encoder_layers=6, decoder_layers=6, fuse_attention=True),
                dict(learning_rate=5e-4, warmup_steps=4000, steps=100000, adam_beta1=0.9, adam_beta2=0.98)),
-    PaperSetup("002 §3.2 + App. B (encoder LSTM 2 layers x 200 units, m_j of 120, dropout 0.5; Adam lr 1e-3, batch "
-               "1, 200k iterations)",
+    PaperSetup("002 §3.2 + App. B (encoder LSTM 2 layers x 200 units, decoder 1 layer x 400, m_j of 120, dropout "
+               "0.5; Adam lr 1e-3, batch 1, 200k iterations); as the official code has them: x_hidden_dim 200, n_layers 1",
                "002", ("scan/",), frozenset({"syntactic_attention"}),
-               dict(d_semantic=120, hidden_size=200, encoder_layers=2, dropout=0.5),
+               dict(d_semantic=120, hidden_size=200, num_layers=1, dropout=0.5),
                dict(learning_rate=1e-3, batch_size=1, steps=200000, select="best_validation")),
     PaperSetup("002 §3.5 (the same model on the small En-Fr set, learning rate 0.00015)",
                "002", ("lake_baroni_en_fr",), frozenset({"syntactic_attention"}),
-               dict(d_semantic=120, hidden_size=200, encoder_layers=2, dropout=0.5),
+               dict(d_semantic=120, hidden_size=200, num_layers=1, dropout=0.5),
                dict(learning_rate=1.5e-4, batch_size=1)),
     # 002 reports the recurrent baselines of earlier papers without their sizes; the entry takes Lake & Baroni's
     # (2018) attention LSTM, which 002 Table 3's "LSTM + attn" row is.
@@ -216,3 +218,18 @@ def test_a_reported_number_naming_a_recipe_the_entry_lacks_is_an_error(tmp_path)
     path.write_text(load_entry("sag").path.read_text().replace('recipe = "scan"', 'recipe = "scan_000"', 1))
     with pytest.raises(BenchbuildError, match=r"\[\[reported\]\] #1 recipe 'scan_000' is not a recipe of this entry"):
         load_entry(path)
+
+
+@pytest.mark.parametrize("name", ["relative_transformer", "relative_universal_transformer"])
+def test_003s_relative_variants_are_initialised_as_its_official_code_does(name):
+    """RobertCsordas/transformer_generalization tasks/transformer_mixin.py: the relative variants take
+    `embedding_init="xavier"` with no scaling and an identity positional function (so no input dropout, which the
+    absolute variants' PositionalEncoding module applies)."""
+    architecture = resolved_architecture(load_entry(name), "scan")
+    assert (architecture["embedding_scale"], architecture["input_dropout"]) == ("xavier", 0.0)
+    assert architecture["dropout"] == 0.1
+
+
+@pytest.mark.parametrize("name", ["transformer_ped", "transformer_noscale", "universal_transformer"])
+def test_003s_absolute_variants_keep_input_dropout(name):
+    assert resolved_architecture(load_entry(name), "scan").get("input_dropout") is None  # = dropout, 0.1

@@ -112,8 +112,8 @@ def test_standard_transformer_has_separate_weights_per_layer():
     assert len(layers) == 3 and layers[0].feed_forward[0].weight is not layers[1].feed_forward[0].weight
 
 
-@pytest.mark.parametrize("scale", ["teu", "none", "ped"])
-def test_embedding_scaling_follows_003_appendix_d(scale):
+@pytest.mark.parametrize("scale", ["teu", "none", "ped", "xavier"])
+def test_embedding_scaling_follows_003_appendix_d_as_its_official_code_initialises(scale):
     d, vocab = 64, 2000
     config = TransformerConfig(vocab_size=vocab, d_model=d, num_heads=4, encoder_layers=1, decoder_layers=1,
                                embedding_scale=scale)
@@ -124,15 +124,23 @@ def test_embedding_scaling_follows_003_appendix_d(scale):
     positions = sinusoid(torch.arange(3), d)
     words = weight[ids[0]]
     got = model.embedding(ids)[0].detach()
+    bound = math.sqrt(6 / (d + vocab))
     if scale == "teu":
-        bound = math.sqrt(6 / (d + vocab))
         assert weight.abs().max() <= bound and weight.abs().max() > 0.9 * bound  # Glorot uniform
         torch.testing.assert_close(got, math.sqrt(d) * words + positions)
+    elif scale == "xavier":  # 003's relative variants: xavier_uniform_, no scaling (positions are relative)
+        assert weight.abs().max() <= bound and weight.abs().max() > 0.9 * bound
+        torch.testing.assert_close(got, words + positions)
     elif scale == "none":
         assert weight.std().item() == pytest.approx(1.0, rel=0.05)  # N(0, 1)
         torch.testing.assert_close(got, words + positions)
     else:
-        assert weight.std().item() == pytest.approx(1 / math.sqrt(d), rel=0.05)  # Kaiming: N(0, 1/sqrt(d))
+        # 003's code (models/transformer_enc_dec.py, "scaledinit"): torch's kaiming_normal_ of the (vocab, d)
+        # weight, fan_in d and ReLU gain sqrt(2): std sqrt(2/d) (the paper's text says N(0, 1/sqrt(d)))
+        reference = torch.empty(vocab, d)
+        torch.nn.init.kaiming_normal_(reference)
+        assert weight.std().item() == pytest.approx(math.sqrt(2 / d), rel=0.05)
+        assert weight.std().item() == pytest.approx(reference.std().item(), rel=0.05)
         torch.testing.assert_close(got, words + positions / math.sqrt(d))
 
 

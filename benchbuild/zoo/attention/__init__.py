@@ -4,7 +4,7 @@ Backends, one module each:
 
 - `sdpa`: torch's `F.scaled_dot_product_attention`, the default and the only backend off the CPU (CUDA, MPS);
 - `hashed_dropout`: the same computation spelled out on CPU when attention weights are dropped, with
-  `benchbuild.zoo.dropout`'s hash masks (one numba pass instead of one random draw per weight);
+  `hash_masks`' keyed dropout masks (one numba pass instead of one random draw per weight);
 - `packed`: a compiled C kernel that attends every sequence of a grouped training batch at once on CPU, dropout
   included, reading the queries, keys and values straight from the fused projections.
 
@@ -25,7 +25,7 @@ import torch
 
 from benchbuild.zoo.attention import hashed_dropout, packed, sdpa
 from benchbuild.zoo.attention.layouts import SequenceLayout
-from benchbuild.zoo.dropout import HASHED_DTYPES
+from benchbuild.zoo.attention.hash_masks import HASHED_DTYPES
 
 __all__ = ["Backend", "attend", "choose_backend", "distances"]
 

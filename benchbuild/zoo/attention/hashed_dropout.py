@@ -1,4 +1,4 @@
-"""SDPA spelled out on CPU with `benchbuild.zoo.dropout`'s hash masks, for attention whose weights are dropped.
+"""SDPA spelled out on CPU with `hash_masks`'s keyed dropout masks, for attention whose weights are dropped.
 
 On CPU, `F.scaled_dot_product_attention` with dropout takes its unfused path anyway and draws one random number
 per attention weight; here the same computation drops weights with one numba pass of `dropout` (mask, scaling and
@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from benchbuild.zoo.dropout import dropout
+from benchbuild.zoo.attention.hash_masks import dropout
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, causal: bool,

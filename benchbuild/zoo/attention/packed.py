@@ -10,7 +10,7 @@ backward kernel recomputes the attention weights from each query's saved log-sum
 takes the softmax's row term from dO·O. Threads split the sequences (ctypes releases the GIL), each writing only
 its own rows, so results do not depend on the thread count.
 
-The attention dropout mask is a `benchbuild.zoo.dropout.HashMask` of each weight's index
+The attention dropout mask is a `hash_masks.HashMask` of each weight's index
 ((query row · heads + head) · longest key count + key position), keyed by one draw from torch's generator: a
 function of torch's RNG state alone, recomputed in the backward pass rather than stored (`attention_keep_mask`
 returns it).
@@ -44,7 +44,7 @@ import torch
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo.attention.layouts import SequenceLayout
-from benchbuild.zoo.dropout import HashMask, keep_mask
+from benchbuild.zoo.attention.hash_masks import HashMask, keep_mask
 
 SOURCE = Path(__file__).with_name("packed_kernel.c")
 ENABLED_VARIABLE = "BENCHBUILD_PACKED_ATTENTION"  # "0" turns the kernel off (another backend attends)
