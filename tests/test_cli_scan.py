@@ -53,13 +53,15 @@ def test_parquet_and_jsonl_formats(tmp_path):
     assert json.loads(lines[0]).keys() == {"id", "source", "target"}
 
 
-def test_same_seed_same_fingerprints_other_seed_other_simple(tmp_path):
+def test_same_seed_same_fingerprints_other_seed_other_simple_p64(tmp_path):
+    names = ("simple_p64", "simple", "length")
     for name, seed in (("a", 0), ("b", 0), ("c", 1)):
-        benchbuild("build-scan", "--out", tmp_path / name, "--split", "simple", "--split", "length", "--seed", seed, check=True)
-    prints = {name: {s: read_build_info(tmp_path / name / s).splits for s in ("simple", "length")} for name in "abc"}
+        benchbuild("build-scan", "--out", tmp_path / name, *(f"--split={s}" for s in names), "--seed", seed, check=True)
+    prints = {name: {s: read_build_info(tmp_path / name / s).splits for s in names} for name in "abc"}
     assert prints["a"] == prints["b"]
-    assert prints["a"]["simple"] != prints["c"]["simple"]
+    assert prints["a"]["simple_p64"] != prints["c"]["simple_p64"]
     assert prints["a"]["length"] == prints["c"]["length"], "a deterministic rule does not depend on the seed"
+    assert prints["a"]["simple"] == prints["c"]["simple"], "simple is the canonical draw, whatever the seed"
 
 
 def test_unknown_split_is_one_line_listing_valid_names(tmp_path):
@@ -96,6 +98,24 @@ def test_official_simple_reproduces_the_canonical_files(tmp_path, shared_data):
     assert [f"IN: {r['source']} OUT: {r['target']}" for r in loaded["test"]] == canonical
     info = read_build_info(tmp_path / "simple")
     assert info.seed is None and set(info.inputs) == {"simple_split/tasks_train_simple.txt", "simple_split/tasks_test_simple.txt"}
+
+
+@pytest.mark.shared
+def test_simple_without_official_equals_the_canonical_files(tmp_path, shared_data):
+    benchbuild("build-scan", "--out", tmp_path / "index", "--split", "simple", check=True)
+    benchbuild("build-scan", "--out", tmp_path / "files", "--split", "simple", "--official", shared_data / "scan",
+               check=True)
+    built, official = (datasets.load_from_disk(str(tmp_path / name / "simple")) for name in ("index", "files"))
+    for split in ("train", "test"):
+        canonical = (shared_data / "scan" / "simple_split" / f"tasks_{split}_simple.txt").read_text().splitlines()
+        lines = [f"IN: {r['source']} OUT: {r['target']}" for r in built[split]]
+        # The same rows; the build keeps the grammar's order (the ids' order), the files a shuffled one.
+        assert sorted(lines) == sorted(canonical) and len(lines) == len(canonical)
+        assert sorted(built[split]["id"]) == built[split]["id"]
+        assert sorted(zip(built[split]["id"], lines)) == sorted(zip(official[split]["id"], canonical))
+    card = (tmp_path / "index" / "simple" / "README.md").read_text(encoding="utf-8")
+    assert "`benchbuild/scan/canonical/simple_test.bits`" in card and "BSD licence" in card
+    assert read_build_info(tmp_path / "index" / "simple").seed is None
 
 
 def test_recipe_runs_its_steps(tmp_path):

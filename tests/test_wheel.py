@@ -3,6 +3,7 @@ zoo, builds a SCAN benchmark with its card and trains a model, reading every dat
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -69,7 +70,8 @@ print(*kernels, sep="\\n")
 @pytest.mark.slow
 def test_the_installed_wheel_lists_the_zoo_builds_a_benchmark_and_trains(installed, tmp_path):
     for data in ("zoo/models/transformer.toml", "zoo/models/sag_t5.toml", "data_cards/scan.md.j2",
-                 "data_cards/base.md.j2"):
+                 "data_cards/base.md.j2", "scan/canonical/simple_test.bits", "scan/canonical/tasks_order.u16le",
+                 "scan/canonical/LICENSE"):
         assert (installed / "benchbuild" / data).is_file(), data
     assert list((installed / "benchbuild").rglob("*.c")), "the attention kernel's C source is not in the wheel"
     empty = tmp_path / "empty"
@@ -86,7 +88,10 @@ def test_the_installed_wheel_lists_the_zoo_builds_a_benchmark_and_trains(install
     benchbuild(installed, empty, "build-scan", "--split", "simple", "--out", "scan")
     card = (empty / "scan" / "simple" / "README.md").read_text(encoding="utf-8")
     assert card.startswith("---\n") and "pretty_name: SCAN" in card
-    assert json.loads((empty / "scan" / "simple" / "build.json").read_text())["splits"]["train"]["rows"] > 10_000
+    built = json.loads((empty / "scan" / "simple" / "build.json").read_text())
+    assert built["splits"]["train"]["rows"] == 16_728, "the canonical simple split, read from the installed index"
+    index = (ROOT / "benchbuild" / "scan" / "canonical" / "simple_test.bits").read_bytes()
+    assert built["inputs"] == {"benchbuild/scan/canonical/simple_test.bits": hashlib.sha256(index).hexdigest()}
 
     (empty / "tiny.toml").write_text('name = "tiny"\npaper = "-"\nsummary = "the zoo Transformer, shrunk"\n'
                                      'extends = "transformer"\n[architecture]\nd_model = 32\nnum_heads = 2\n'

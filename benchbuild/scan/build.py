@@ -1,6 +1,7 @@
 """Build SCAN benchmarks: generate the grammar's examples and apply each requested split rule (or read the canonical
 files), one `Benchmark` per splitting; the card's prose is in `data_cards/scan.md.j2`. `already_built` tells a rerun
-which splittings an earlier (interrupted) run of the same command finished."""
+which splittings an earlier (interrupted) run of the same command finished. A splitting drawn from a shipped index
+(`canonical_index`) records that file's sha256 among its inputs."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from benchbuild.atomic import OutputExistsError
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
 from benchbuild.fingerprint import input_fingerprint
 from benchbuild.progress import progress_bar
+from benchbuild.scan.canonical_index import index_files
 from benchbuild.scan.grammar import Example, generate
 from benchbuild.scan.official import official_files, read_scan_file
 from benchbuild.scan.parameters import ScanParameters
-from benchbuild.scan.splits import SPLITTINGS, Splitting
+from benchbuild.scan.splits import Splitting, splittings
 
 FEATURES = datasets.Features({"id": datasets.Value("string"), "source": datasets.Value("string"),
                               "target": datasets.Value("string")})
@@ -46,8 +48,12 @@ def load_official(root: Path, name: str) -> Splitting:
 def _recorded(name: str, official: Path | None) -> tuple[dict[str, Any], dict[str, str]]:
     """The parameters and input fingerprints build.json records for splitting `name` (see `benchmark_of`)."""
     files = official_files(name) if official is not None else None
-    parameters = {"splitting": name, "source": "official files" if files else "grammar + rule"}
-    return parameters, {relative: input_fingerprint(official / relative) for relative in (files or {}).values()}
+    if files and official is not None:
+        return ({"splitting": name, "source": "official files"},
+                {relative: input_fingerprint(official / relative) for relative in files.values()})
+    shipped = index_files(name)
+    parameters = {"splitting": name, "source": "grammar + canonical index" if shipped else "grammar + rule"}
+    return parameters, {label: input_fingerprint(path) for label, path in shipped.items()}
 
 
 def _complete(folder: Path, splits: dict[str, Any], format: str) -> bool:
@@ -92,7 +98,8 @@ def benchmark_of(splitting: Splitting, position: dict[str, int], seed: int, offi
         languages=["en"],
         license="bsd-3-clause",
         counts=dict(splitting.counts),
-        extra={"sampled": splitting.sampled and not files, "official": bool(files), "official_files": files or {}},
+        extra={"sampled": splitting.sampled and not files, "official": bool(files), "official_files": files or {},
+               "canonical_index": [] if files else list(index_files(splitting.name))},
     )
     split_rows = {split: rows(examples, position) for split, examples in splitting.splits.items()}
     return Benchmark.from_splits(split_rows, info, card, features=FEATURES)
@@ -103,6 +110,7 @@ def build_scan(parameters: ScanParameters, *, progress: bool = False) -> Iterato
     parameters.check()
     official = Path(parameters.official) if parameters.official is not None else None
     names = parameters.names()
+    rules = splittings()
     examples = generate()
     position = {e.command: i for i, e in enumerate(examples)}
     with progress_bar("SCAN splits", total=len(names), enabled=progress) as advance:
@@ -110,6 +118,6 @@ def build_scan(parameters: ScanParameters, *, progress: bool = False) -> Iterato
             if official is not None and official_files(name) is not None:
                 splitting = load_official(official, name)
             else:
-                splitting = SPLITTINGS[name](examples, parameters.seed)
+                splitting = rules[name](examples, parameters.seed)
             yield name, benchmark_of(splitting, position, parameters.seed, official)
             advance(name)

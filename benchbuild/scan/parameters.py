@@ -21,19 +21,21 @@ class ScanParameters:
                                                        "Unknown names list the valid ones.")] = None
     seed: SeedOption = 0
     official: Annotated[Optional[Path], typer.Option("--official", help="A SCAN checkout: take the canonical train/test "
-                                                     "files instead of applying the rule (simple, length, addprim, template).")] = None
+                                                     "files as they are, rows in the files' order, instead of applying "
+                                                     "the rule (simple, length, addprim, template).")] = None
 
     def names(self) -> list[str]:
         """The requested splittings in canonical order (all when none is named); an unknown name lists the valid ones."""
-        from benchbuild.scan.splits import SPLITTINGS  # numpy: not at the command line's start-up
+        from benchbuild.scan.splits import splittings  # numpy: not at the command line's start-up
 
+        valid = list(splittings())
         if not self.split:
-            return list(SPLITTINGS)
-        unknown = [name for name in self.split if name not in SPLITTINGS]
+            return valid
+        unknown = [name for name in self.split if name not in valid]
         if unknown:
-            raise BenchbuildError(f"unknown SCAN split {unknown[0]!r}; valid names: {', '.join(SPLITTINGS)}")
+            raise BenchbuildError(f"unknown SCAN split {unknown[0]!r}; valid names: {', '.join(valid)}")
         requested = set(self.split)
-        return [name for name in SPLITTINGS if name in requested]
+        return [name for name in valid if name in requested]
 
     def check(self) -> None:
         """Fail before any work on an unknown splitting or a checkout that lacks a requested canonical file."""

@@ -3,7 +3,9 @@
 Each rule returns a `Splitting`: named splits of examples plus one sentence per split saying how it was made.
 The deterministic rules reproduce the canonical files of the SCAN repository as multisets of rows; where a
 canonical file disagrees with a naive reading of the papers, the rule below is the one that reproduces the file
-(and its sentence says so).
+(and its sentence says so). Two splittings come from random draws no rule re-creates and take them as inputs:
+`simple` the SCAN repository's own 80/20 draw, `length_cutoff_N` 003's validation draw over the order of
+`tasks.txt` (both shipped in `scan/canonical/`, read by `canonical_index`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from benchbuild.scan.canonical_index import simple_test_mask, tasks_order
 from benchbuild.scan.grammar import PRIMITIVES, Example
 
 SIMPLE_PERCENTS = (1, 2, 4, 8, 16, 32, 64)
@@ -26,6 +29,10 @@ REPS = (1, 2, 3, 4, 5)
 TEMPLATES = ("jump_around_right", "right", "opposite_right", "around_right")
 FILLER_ORDER = ("look", "walk", "run")
 PRIMITIVE_SHARE = 0.10
+# 003's code (dataset/scan_length_resplit.py) draws the IID validation rows with numpy.random.RandomState(1234) and
+# keeps a share of 0.9 for training.
+CUTOFF_VALIDATION_SEED = 1234
+CUTOFF_TRAIN_SHARE = 0.9
 
 
 @dataclass
@@ -72,19 +79,40 @@ def length(examples: list[Example], max_actions: int = 22) -> Splitting:
     )
 
 
-def length_cutoff(examples: list[Example], cutoff: int, rng: np.random.Generator) -> Splitting:
-    short = [e for e in examples if e.length <= cutoff]
-    order = rng.permutation(len(short))
-    n_valid = int(len(short) * 0.1)
+def canonical_simple(examples: list[Example], in_test: np.ndarray) -> Splitting:
+    """The canonical `simple` split: Lake & Baroni's random 80/20 draw, given as a test flag per example."""
+    if len(in_test) != len(examples):
+        raise ValueError(f"{len(in_test):,} test flags for {len(examples):,} examples")
+    test = [e for e, flag in zip(examples, in_test) if flag]
+    train = [e for e, flag in zip(examples, in_test) if not flag]
+    return Splitting(
+        name="simple",
+        splits={"train": train, "test": test},
+        rules={"train": f"the {len(train):,} commands of the SCAN repository's simple_split/tasks_train_simple.txt "
+                        f"(Lake & Baroni's random 80%, shipped with benchbuild as an index), in the grammar's order",
+               "test": f"the other {len(test):,} commands: those of simple_split/tasks_test_simple.txt"},
+    )
+
+
+def length_cutoff(examples: list[Example], cutoff: int, order: list[int] | np.ndarray,
+                  rng: np.random.RandomState) -> Splitting:
+    """003's length cutoff: `rng` draws the validation rows among the short commands taken in `order` (positions
+    in `examples`: the order of SCAN's tasks.txt), as 003's code draws them with RandomState(1234)."""
+    candidates = [i for i in map(int, order) if examples[i].length <= cutoff]
+    n_valid = int(len(candidates) * (1 - CUTOFF_TRAIN_SHARE))
+    validation = {candidates[i] for i in rng.choice(len(candidates), n_valid, replace=False).tolist()}
+    short = [i for i, e in enumerate(examples) if e.length <= cutoff]
     return Splitting(
         name=f"length_cutoff_{cutoff}",
-        splits={"train": [short[i] for i in sorted(order[n_valid:])],
-                "validation": [short[i] for i in sorted(order[:n_valid])],
+        splits={"train": [examples[i] for i in short if i not in validation],
+                "validation": [examples[i] for i in short if i in validation],
                 "test": [e for e in examples if e.length > cutoff]},
         rules={"train": f"commands with at most {cutoff} actions, minus the validation rows (003 §3.1)",
-               "validation": f"a seeded i.i.d. 10% (rounded down) of the commands with at most {cutoff} actions",
+               "validation": f"{n_valid:,} of the {len(candidates):,} commands with at most {cutoff} actions "
+                             f"(int(n × (1 − 0.9)) in floating point, as 003's code computes it), drawn as that code "
+                             f"draws them: numpy.random.RandomState({CUTOFF_VALIDATION_SEED}).choice without "
+                             f"replacement over these commands in the order of SCAN's tasks.txt",
                "test": f"commands with more than {cutoff} actions"},
-        sampled=True,
     )
 
 
@@ -222,12 +250,13 @@ Rule = Callable[[list[Example], int], Splitting]
 
 
 def _registry() -> dict[str, Rule]:
-    rules: dict[str, Rule] = {"simple": lambda ex, seed: simple(ex, rng_for(seed, "simple"))}
+    rules: dict[str, Rule] = {"simple": lambda ex, seed: canonical_simple(ex, simple_test_mask())}
     for p in SIMPLE_PERCENTS:
         rules[f"simple_p{p}"] = lambda ex, seed, p=p: simple(ex, rng_for(seed, f"simple_p{p}"), p, f"simple_p{p}")
     rules["length"] = lambda ex, seed: length(ex)
     for c in LENGTH_CUTOFFS:
-        rules[f"length_cutoff_{c}"] = lambda ex, seed, c=c: length_cutoff(ex, c, rng_for(seed, f"length_cutoff_{c}"))
+        rules[f"length_cutoff_{c}"] = lambda ex, seed, c=c: length_cutoff(
+            ex, c, tasks_order(), np.random.RandomState(CUTOFF_VALIDATION_SEED))
     rules["addprim_jump"] = lambda ex, seed: add_primitive(ex, "jump")
     rules["addprim_turn_left"] = lambda ex, seed: add_primitive(ex, "turn left")
     for n in ADDPRIM_JUMP_NUMS:
@@ -245,4 +274,14 @@ def _registry() -> dict[str, Rule]:
     return rules
 
 
-SPLITTINGS: dict[str, Rule] = _registry()
+def splittings() -> dict[str, Rule]:
+    """Every splitting's rule by name, in canonical order. Built on each call (115 closures, well under a
+    millisecond) rather than once at import, so a mutation test that switches on a changed `_registry` sees it."""
+    return _registry()
+
+
+def __getattr__(name: str) -> dict[str, Rule]:
+    """`SPLITTINGS`: the registry under the constant's name it had when it was built at import (benchmarks/ reads it)."""
+    if name == "SPLITTINGS":
+        return splittings()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,19 +6,30 @@ import pytest
 from scan_counts import SIMPLE
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.fingerprint import sha256_file
 from benchbuild.scan.build import build_scan
+from benchbuild.scan.canonical_index import SIMPLE_TEST, TASKS_ORDER
 from benchbuild.scan.parameters import ScanParameters
 
 
 def test_each_requested_splitting_comes_out_in_canonical_order_and_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    built = list(build_scan(ScanParameters(split=["length", "simple"], seed=3)))
-    assert [name for name, _ in built] == ["simple", "length"]
-    simple, length = (benchmark for _, benchmark in built)
+    built = list(build_scan(ScanParameters(split=["length", "simple_p64", "simple"], seed=3)))
+    assert [name for name, _ in built] == ["simple", "simple_p64", "length"]
+    simple, simple_p64, length = (benchmark for _, benchmark in built)
     assert {name: len(split) for name, split in simple.splits.items()} == SIMPLE
-    assert simple.info.seed == 3 and length.info.seed is None, "a deterministic rule records no seed"
-    assert simple.info.parameters == {"splitting": "simple", "source": "grammar + rule"}
+    assert simple_p64.info.seed == 3 and length.info.seed is None, "a deterministic rule records no seed"
+    assert simple_p64.info.parameters == {"splitting": "simple_p64", "source": "grammar + rule"}
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_splitting_drawn_from_a_shipped_index_records_its_fingerprint_and_no_seed():
+    [(_, simple), (_, cutoff)] = build_scan(ScanParameters(split=["simple", "length_cutoff_26"], seed=3))
+    assert simple.info.parameters == {"splitting": "simple", "source": "grammar + canonical index"}
+    assert simple.info.inputs == {"benchbuild/scan/canonical/simple_test.bits": sha256_file(SIMPLE_TEST)}
+    assert cutoff.info.inputs == {"benchbuild/scan/canonical/tasks_order.u16le": sha256_file(TASKS_ORDER)}
+    assert simple.info.seed is None and cutoff.info.seed is None
+    assert simple.card.extra["canonical_index"] == ["benchbuild/scan/canonical/simple_test.bits"]
 
 
 def test_an_unknown_splitting_fails_before_any_work_listing_the_valid_ones():

@@ -1,4 +1,5 @@
-"""Split rules: the deterministic ones equal the canonical files as multisets; the sampled ones obey their rule."""
+"""Split rules: the deterministic ones equal the canonical files as multisets, `simple` and the length cutoffs the
+published random draws; the sampled ones obey their rule."""
 
 from collections import Counter
 
@@ -14,8 +15,16 @@ from scan_counts import (
     TEMPLATE_JUMP_AROUND_RIGHT_TEST,
 )
 
-from benchbuild.scan.grammar import generate
-from benchbuild.scan.splits import SPLITTINGS, contains, rng_for, simple
+from benchbuild.scan.canonical_index import simple_test_mask, tasks_order
+from benchbuild.scan.grammar import Example, generate
+from benchbuild.scan.splits import (
+    canonical_simple,
+    contains,
+    length_cutoff,
+    rng_for,
+    simple,
+    splittings,
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,18 +54,79 @@ CANONICAL = {
 @pytest.mark.shared
 @pytest.mark.parametrize("name", sorted(CANONICAL))
 def test_deterministic_split_equals_canonical_files_as_multisets(name, examples, shared_data):
-    splitting = SPLITTINGS[name](examples, 0)
+    splitting = splittings()[name](examples, 0)
     for split in ("train", "test"):
         expected = canonical(shared_data / "scan" / CANONICAL[name].format(split))
         assert multiset(splitting.splits[split]) == expected, f"{name}/{split}"
 
 
+def pairs(path):
+    return [tuple(line[len("IN: "):].split(" OUT: ")) for line in path.read_text().splitlines()]
+
+
 @pytest.mark.shared
-def test_simple_train_and_test_together_are_tasks_txt(examples, shared_data):
-    splitting = SPLITTINGS["simple"](examples, 0)
-    together = multiset(splitting.splits["train"]) + multiset(splitting.splits["test"])
-    assert together == canonical(shared_data / "scan" / "tasks.txt")
-    assert {name: len(rows) for name, rows in splitting.splits.items()} == SIMPLE
+def test_simple_equals_the_canonical_files_in_the_grammars_order(examples, shared_data):
+    splitting = splittings()["simple"](examples, 0)
+    position = {e.command: i for i, e in enumerate(examples)}
+    for split in ("train", "test"):
+        canonical_rows = pairs(shared_data / "scan" / "simple_split" / f"tasks_{split}_simple.txt")
+        expected = sorted(canonical_rows, key=lambda row: position[row[0]])
+        assert [(e.command, e.actions) for e in splitting.splits[split]] == expected, split
+
+
+def test_simple_is_the_shipped_draw_whatever_the_seed(examples):
+    first, other = (splittings()["simple"](examples, seed) for seed in (0, 7))
+    assert {name: len(rows) for name, rows in first.splits.items()} == SIMPLE
+    assert first.splits == other.splits and not first.sampled
+    assert [e.command for e in first.splits["test"]] == [e.command for e, flag in zip(examples, simple_test_mask())
+                                                         if flag]
+
+
+def test_canonical_simple_puts_the_flagged_examples_in_test_in_their_order():
+    examples = [Example(command, "I_JUMP") for command in "abcdef"]
+    splitting = canonical_simple(examples, np.array([0, 1, 0, 0, 1, 1], dtype=bool))
+    assert [e.command for e in splitting.splits["train"]] == ["a", "c", "d"]
+    assert [e.command for e in splitting.splits["test"]] == ["b", "e", "f"]
+    assert splitting.rules["train"].startswith("the 3 commands") and splitting.rules["test"].startswith("the other 3")
+    with pytest.raises(ValueError, match="5 test flags for 6 examples"):
+        canonical_simple(examples, np.zeros(5, dtype=bool))
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("cutoff", [22, 26, 40])
+def test_cutoff_validation_equals_official_draw(cutoff, examples, shared_data):
+    # 003's dataset/scan_length_resplit.py: the commands of tasks.txt with at most `cutoff` actions, in the file's
+    # order; RandomState(1234).choice of int(n * (1 - 0.9)) of them, without replacement, is the IID validation set.
+    candidates = [row for row in pairs(shared_data / "scan" / "tasks.txt") if len(row[1].split()) <= cutoff]
+    drawn = np.random.RandomState(1234).choice(len(candidates), int(len(candidates) * (1 - 0.9)), replace=False)
+    validation = Counter(candidates[i] for i in drawn)
+    splitting = splittings()[f"length_cutoff_{cutoff}"](examples, 0)
+    assert multiset(splitting.splits["validation"]) == validation
+    assert multiset(splitting.splits["train"]) == Counter(candidates) - validation
+    if cutoff == 22:  # 16,990 × 0.1 is 1,699, but 16,990 × (1 − 0.9) in floating point rounds down to 1,698
+        assert len(splitting.splits["validation"]) == 1_698
+
+
+def test_cutoff_validation_does_not_depend_on_the_seed_but_on_the_order_of_the_draw(examples):
+    built = [splittings()["length_cutoff_30"](examples, seed).splits for seed in (0, 5)]
+    assert built[0] == built[1]
+    reversed_order = length_cutoff(examples, 30, tasks_order()[::-1], np.random.RandomState(1234)).splits
+    assert len(reversed_order["validation"]) == len(built[0]["validation"])
+    assert reversed_order["validation"] != built[0]["validation"]
+    assert reversed_order["test"] == built[0]["test"]
+
+
+def test_cutoff_draws_among_the_short_commands_only_and_keeps_the_grammars_order():
+    examples = [Example(f"c{i}", " ".join(["I_JUMP"] * (1 + i % 3))) for i in range(30)]  # 1, 2, 3 actions
+    splitting = length_cutoff(examples, 2, list(range(29, -1, -1)), np.random.RandomState(1234))
+    short = [e for e in examples if e.length <= 2]
+    assert len(splitting.splits["validation"]) == int(20 * (1 - 0.9)) == 1
+    assert sorted(splitting.splits["train"] + splitting.splits["validation"], key=examples.index) == short
+    assert splitting.splits["test"] == [e for e in examples if e.length == 3]
+    assert splitting.splits["train"] == sorted(splitting.splits["train"], key=examples.index)
+    # RandomState(1234).choice(20, 1, replace=False) is [3]: the 4th short command in the order given (c28, c27, c25,
+    # c24), where in the examples' own order it would be c4.
+    assert [e.command for e in splitting.splits["validation"]] == ["c24"]
 
 
 def test_simple_depends_on_the_seed_and_only_on_it(examples):
@@ -69,7 +139,7 @@ def test_simple_depends_on_the_seed_and_only_on_it(examples):
 
 @pytest.mark.parametrize("percent", [1, 8, 64])
 def test_simple_percent_variations(percent, examples):
-    splitting = SPLITTINGS[f"simple_p{percent}"](examples, 0)
+    splitting = splittings()[f"simple_p{percent}"](examples, 0)
     assert len(splitting.splits["train"]) == round(COMMANDS * percent / 100)  # 209, 1,673 and 13,382 commands
     assert len(splitting.splits["train"]) + len(splitting.splits["test"]) == COMMANDS
 
@@ -77,7 +147,7 @@ def test_simple_percent_variations(percent, examples):
 @pytest.mark.parametrize("n", [1, 2, 4, 8, 16, 32])
 @pytest.mark.parametrize("rep", [1, 5])
 def test_addprim_jump_with_examples_holds_n_plus_one_jump_commands(n, rep, examples):
-    splitting = SPLITTINGS[f"addprim_jump_num{n}_rep{rep}"](examples, 0)
+    splitting = splittings()[f"addprim_jump_num{n}_rep{rep}"](examples, 0)
     train, test = splitting.splits["train"], splitting.splits["test"]
     jump_in_train = [e for e in train if contains(e.command, "jump")]
     assert len({e.command for e in jump_in_train}) == n + 1
@@ -89,13 +159,13 @@ def test_addprim_jump_with_examples_holds_n_plus_one_jump_commands(n, rep, examp
 
 
 def test_addprim_jump_reps_draw_different_commands(examples):
-    picked = [{e.command for e in SPLITTINGS[f"addprim_jump_num4_rep{r}"](examples, 0).splits["train"]
+    picked = [{e.command for e in splittings()[f"addprim_jump_num4_rep{r}"](examples, 0).splits["train"]
                if contains(e.command, "jump") and e.command != "jump"} for r in (1, 2)]
     assert picked[0] != picked[1]
 
 
 def test_length_cutoff_26_matches_the_counts_of_003_table_10(examples):
-    splitting = SPLITTINGS["length_cutoff_26"](examples, 0)
+    splitting = splittings()["length_cutoff_26"](examples, 0)
     sizes = {name: len(rows) for name, rows in splitting.splits.items()}
     assert sizes == LENGTH_CUTOFF_26
     assert max(e.length for e in splitting.splits["train"] + splitting.splits["validation"]) == 26
@@ -103,30 +173,46 @@ def test_length_cutoff_26_matches_the_counts_of_003_table_10(examples):
 
 
 def test_filler_levels_nest_and_never_see_jump_around_right(examples):
-    trains = [{e.command for e in SPLITTINGS[f"filler_num{k}"](examples, 0).splits["train"]} for k in range(4)]
+    trains = [{e.command for e in splittings()[f"filler_num{k}"](examples, 0).splits["train"]} for k in range(4)]
     assert trains[0] < trains[1] < trains[2] < trains[3]
     assert not any(contains(c, "jump around right") or contains(c, "turn around right") for c in trains[3])
     assert not any(contains(c, "(?:look|walk|run) around right") for c in trains[0])
     assert all(contains(c, "look around right") for c in trains[1] - trains[0])
-    test = SPLITTINGS["filler_num0"](examples, 0).splits["test"]
+    test = splittings()["filler_num0"](examples, 0).splits["test"]
     assert len(test) == TEMPLATE_JUMP_AROUND_RIGHT_TEST and all(contains(e.command, "jump around right") for e in test)
 
 
 @pytest.mark.shared
 def test_filler_num3_train_is_the_canonical_jump_around_right_train(examples, shared_data):
-    splitting = SPLITTINGS["filler_num3"](examples, 0)
+    splitting = splittings()["filler_num3"](examples, 0)
     path = shared_data / "scan" / "template_split" / "tasks_train_template_jump_around_right.txt"
     assert multiset(splitting.splits["train"]) == canonical(path)
 
 
 @pytest.mark.parametrize("n", [1, 64, 1024])
 def test_fewshot_adds_n_look_around_right_commands_to_num0(n, examples):
-    num0 = {e.command for e in SPLITTINGS["filler_num0"](examples, 0).splits["train"]}
-    num1 = {e.command for e in SPLITTINGS["filler_num1"](examples, 0).splits["train"]}
-    train = [e.command for e in SPLITTINGS[f"fewshot_num{n}_rep1"](examples, 0).splits["train"]]
+    num0 = {e.command for e in splittings()["filler_num0"](examples, 0).splits["train"]}
+    num1 = {e.command for e in splittings()["filler_num1"](examples, 0).splits["train"]}
+    train = [e.command for e in splittings()[f"fewshot_num{n}_rep1"](examples, 0).splits["train"]]
     added = set(train) - num0
     assert len(train) == len(set(train)) == len(num0) + n
     assert added <= num1 - num0
+
+
+@pytest.mark.parametrize("name", ["simple", "simple_p8", "length", "length_cutoff_22", "addprim_turn_left",
+                                  "addprim_jump_num2_rep3", "template_right", "filler_num2", "fewshot_num4_rep2"])
+def test_each_splitting_carries_its_registry_name_and_a_sentence_per_split(name, examples):
+    splitting = splittings()[name](examples, 0)
+    assert splitting.name == name
+    assert list(splitting.rules) == list(splitting.splits) and all(splitting.rules.values())
+
+
+def test_the_registry_is_built_on_each_call_and_still_read_as_SPLITTINGS():
+    from benchbuild.scan import splits
+
+    assert splittings() is not splittings(), "a new registry each call: a mutated `_registry` is seen by the tests"
+    assert list(splits.SPLITTINGS) == list(splittings()) and len(splits.SPLITTINGS) == 115
+    assert not hasattr(splits, "SPLITTING"), "any other name is an AttributeError"
 
 
 def test_rng_streams_are_independent_of_which_splits_are_built():
