@@ -229,14 +229,16 @@ def zoo_command(
                                          "what benchbuild takes from it, its zoo models.")] = False,
     model: Annotated[Optional[str], typer.Option(
         "--model", help="Show one model instead: per recipe, the architecture it trains, its parameter count, its "
-        "selection rule and the paper's numbers made with it.")] = None,
+        "selection rule, the paper's numbers made with it (and which statistic each is), its sources and its known "
+        "differences from the paper.")] = None,
 ) -> None:
-    """List the model zoo: every catalogue entry with its kind, paper ids and one line (one block per model)."""
+    """List the model zoo: every catalogue entry with its kind, paper ids, known differences from its papers and one
+    line (one block per model)."""
     import textwrap
 
     from rich.text import Text
 
-    from benchbuild.papers import PAPERS, cited_ids, reported_with
+    from benchbuild.papers import PAPERS, cited_ids, known_differences, reported_with
     from benchbuild.zoo import list_entries
 
     def block(*paragraphs: str, first: str = "    ", rest: str = "    ") -> str:
@@ -263,23 +265,27 @@ def zoo_command(
     out.print("benchbuild model zoo (models/*.toml); papers by id: benchbuild zoo --papers", highlight=False)
     for entry in entries:
         extends = f" · extends {entry.extends}" if entry.extends else ""
+        count = known_differences(entry)
+        plural = "" if count == 1 else "s"
+        differences = f" · {count} known difference{plural} (zoo --model {entry.name})" if count else ""
         out.print(Text("\n" + entry.name, style="bold"))
-        out.print(block(f"{entry.architecture['kind']} · paper {entry.paper}{extends}", entry.summary),
+        out.print(block(f"{entry.architecture['kind']} · paper {entry.paper}{extends}{differences}", entry.summary),
                   markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_resolved_model(name: str) -> None:
     """`zoo --model NAME`: per recipe, the resolved architecture (recipe keys over `[architecture]`), the parameter
-    count of a fresh model over the recipe's vocabulary size (BPE) or 32 words (SCAN's commands), the selection rule
-    and the reported numbers made with it. The models are built on torch's meta device: counting the 217M parameters
-    of the noun-adjective Transformer allocates nothing."""
+    count of a fresh model over the recipe's vocabulary size (BPE) or 32 words (SCAN's commands), the selection rule,
+    the reported numbers made with it and the statistic each is, and the recipe's `[fidelity]`: its sources and its
+    known differences from the paper. The models are built on torch's meta device: counting the 217M parameters of
+    the noun-adjective Transformer allocates nothing."""
     import dataclasses
     import textwrap
 
     import torch
     from rich.text import Text
 
-    from benchbuild.papers import selection_rule
+    from benchbuild.papers import reported_in_words, selection_rule
     from benchbuild.zoo import build_model, load_entry
     from benchbuild.zoo.catalogue import resolved_architecture
 
@@ -297,16 +303,24 @@ def _print_resolved_model(name: str) -> None:
                                   pad_token_id=0, bos_token_id=1, eos_token_id=2)
         parameters = sum(parameter.numel() for parameter in network.parameters())
         changed = ", ".join(sorted(recipe.get("architecture", {}))) or "none"
-        numbers = "; ".join(f"{row['benchmark']} {row['metric']} {row['value']:g} ({row['table']})"
-                            for row in entry.reported if row.get("recipe") == family) or "none"
-        paragraphs = (f"[recipe.{family}] {parameters:,} parameters (vocabulary {vocabulary:,}); "
-                      f"select = {selection_rule(recipe)}",
-                      f"reported numbers made with it: {numbers}",
-                      f"keys this recipe changes: {changed}",
-                      ", ".join(f"{key} = {value}" for key, value in architecture.items()))
-        text = "\n".join(textwrap.fill(paragraph, max(out.width, 40), initial_indent="" if number == 0 else "    ",
-                                       subsequent_indent="    ", break_on_hyphens=False)
-                         for number, paragraph in enumerate(paragraphs))
+        numbers = [reported_in_words(row) for row in entry.reported if row.get("recipe") == family]
+        fidelity = entry.fidelity.get(family, {"sources": [], "differences": []})
+        differences = fidelity["differences"]
+        # (text, indent of its first line, indent of the rest)
+        paragraphs = [(f"[recipe.{family}] {parameters:,} parameters (vocabulary {vocabulary:,}); "
+                       f"select = {selection_rule(recipe)}", "", "    "),
+                      ("reported numbers made with it:" + ("" if numbers else " none"), "    ", "    "),
+                      *((line, "      ", "        ") for line in numbers),
+                      (f"keys this recipe changes: {changed}", "    ", "    "),
+                      (", ".join(f"{key} = {value}" for key, value in architecture.items()), "    ", "    "),
+                      ("sources:" + ("" if fidelity["sources"] else " none listed"), "    ", "    "),
+                      *((source, "    - ", "      ") for source in fidelity["sources"]),
+                      (f"known differences from the paper: {len(differences) or 'none listed'}", "    ", "    ")]
+        for row in differences:
+            paragraphs += [(row["what"], "    - ", "      "),
+                           *((f"{key}: {row[key]}", "        ", "          ") for key in ("paper", "ours", "why"))]
+        text = "\n".join(textwrap.fill(paragraph, max(out.width, 40), initial_indent=first, subsequent_indent=rest,
+                                       break_on_hyphens=False) for paragraph, first, rest in paragraphs)
         out.print("\n" + text, markup=False, highlight=False, soft_wrap=True)
 
 
@@ -479,7 +493,8 @@ def report_command(
         "--data", help="A benchmark folder (repeatable): its degree or length histograms, and its rows for figures "
         "whose evaluations did not record where their benchmark is.")] = None,
 ) -> None:
-    """Tables, figures and an HTML page of model × benchmark split: mean ± s.e. over seeds beside the paper's."""
+    """Tables, figures and an HTML page of model × benchmark split: mean ± s.e. over seeds and, beside the paper's
+    number, ours by the paper's statistic; notes name what still differs from the paper."""
     from benchbuild.evaluation.report import markdown_table
     from benchbuild.report.formats import parse_formats
     from benchbuild.report.write import write_report
@@ -585,18 +600,21 @@ def stats_command(
 @app.command("sweep")
 @with_parameters
 def sweep_command(
-    sweep_file: Annotated[Path, typer.Argument(help="A sweep TOML: models, \\[\\[benchmarks]], seeds, budget, overrides "
-                                               "(see pipelines/sweep_smoke.toml).")],
+    sweep_file: Annotated[Path, typer.Argument(help="A sweep TOML: models, \\[\\[benchmarks]], seeds, budget, overrides, "
+                                               "an architecture \\[\\[grid]] (see pipelines/sweep_smoke.toml, "
+                                               "pipelines/table3_000.toml).")],
     engine: EngineParameters,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="With --engine local: runs at once, each in its own "
                                       "process (one per GPU when there are GPUs; the CPU cores split evenly).")] = 1,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the grid, what is done, and the estimated cost "
-                                          "(a few timed steps per model); train nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the grid and its size, what is done, and the "
+                                          "estimated cost (a few timed steps per model and configuration); train "
+                                          "nothing.")] = False,
     status: Annotated[bool, typer.Option("--status", help="Print every run's state, read from the run folders "
                                          "(also for a sweep running elsewhere), and exit.")] = False,
 ) -> None:
-    """Train and score a grid of models x benchmarks x seeds, resumable, then write the report beside the papers'
-    numbers. A rerun of the same command skips finished runs and resumes killed ones."""
+    """Train and score a grid of models (x their architecture configurations) x benchmarks x seeds, resumable, then
+    write the report beside the papers' numbers. A rerun of the same command skips finished runs and resumes killed
+    ones."""
     from benchbuild.sweep import dry_run as print_dry_run, load_sweep, print_status, run_sweep
 
     sweep = load_sweep(sweep_file)

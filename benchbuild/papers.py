@@ -1,7 +1,8 @@
 """The papers benchbuild implements, by the id the catalogue and the docs cite them with (000-004).
 
 The ids are those of the texts in `../shared/papers/` (`000_….txt` …); a catalogue entry's `paper` and a reported
-number's `table` ("000 Table 3") start with them, and `benchbuild zoo --papers` prints this table.
+number's `table` ("000 Table 3") start with them, and `benchbuild zoo --papers` prints this table. Here too: the
+catalogue's reported numbers and fidelity tables in words, as `benchbuild zoo` prints them.
 """
 
 from __future__ import annotations
@@ -75,6 +76,48 @@ def reported_with(paper_id: str, entries: Iterable[Any]) -> list[str]:
             how = f"recipe {recipe}, select {selection_rule(entry.recipes[recipe])}" if recipe else "no recipe named"
             lines.append(f"{entry.name}: {how}: {', '.join(names)}")
     return lines
+
+
+SPREADS = {"se": "s.e.", "std": "std", "iqr": "IQR"}
+
+
+def statistic_in_words(row: Mapping[str, Any]) -> str:
+    """What a `[[reported]]` number is, as its paper computed it (`catalogue.ReportedNumber`): "mean of 3 runs, ± 2
+    (s.e.)", "median of 25 runs, runs with train exact match ≤ 10% excluded, ± 27.4 (std)", "a single run"."""
+    statistic, runs = row.get("statistic", "mean"), row.get("runs")
+    if statistic == "single":
+        words = "a single run"
+    elif runs is None:
+        words = f"{statistic} (runs not recorded)"
+    else:
+        words = f"{statistic} of {runs} run{'' if runs == 1 else 's'}"
+    if row.get("min_train_exact_match") is not None:
+        words += f", runs with train exact match ≤ {row['min_train_exact_match']:g}% excluded"
+    spread = row.get("spread", "none")
+    if spread != "none":
+        value = row.get("spread_value")
+        words += f", ± {value:g} ({SPREADS[spread]})" if value is not None else f", spread: {SPREADS[spread]}"
+    return words
+
+
+def reported_in_words(row: Mapping[str, Any]) -> str:
+    """One `[[reported]]` row in a line: "scan/addprim_jump exact_match 91 (002 Table 1), median of 25 runs, ...",
+    then the model the number belongs to when it is another (`model_reported`) and the row's note."""
+    words = f"{row['benchmark']} {row['metric']} {row['value']:g} ({row['table']}), {statistic_in_words(row)}"
+    if row.get("model_reported"):
+        words += f"; the paper's number is for {row['model_reported']}"
+    return words + (f"; {row['note']}" if row.get("note") else "")
+
+
+def known_differences(entry: Any) -> int:
+    """How many differences from its papers the catalogue lists for `entry` (a `ModelEntry`), over all its recipes."""
+    return sum(len(table["differences"]) for table in entry.fidelity.values())
+
+
+def differences_of(entry: Any, recipe: str) -> list[str]:
+    """What the catalogue lists as differing from the paper for recipe `recipe` of `entry` (a `ModelEntry`): the
+    `what` of each `[[fidelity.<recipe>.differences]]` row, in order; none when the recipe has no fidelity table."""
+    return [row["what"] for row in entry.fidelity.get(recipe, {}).get("differences", [])]
 
 
 def selection_rule(recipe: Mapping[str, Any]) -> str:

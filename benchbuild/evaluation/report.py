@@ -1,22 +1,105 @@
 """Report tables over evaluated runs: model × benchmark split × metric, mean ± standard error over seeds, with the
-number the paper reports (the catalogue's `[[reported]]`) beside ours. Written as Markdown and CSV here; the
-`benchbuild.report` package adds the LaTeX table, the figures and the HTML page."""
+number the paper reports (the catalogue's `[[reported]]`) beside ours and our runs summarised as the paper summarised
+its own (`PaperStatistic`: its mean or median, its spread, its exclusions); footnotes say where the runs' recipe
+differs from the paper (its `[fidelity.<recipe>]` table) and where the paper's number is another model's. Written as
+Markdown and CSV here; the `benchbuild.report` package adds the LaTeX table, the figures and the HTML page."""
 
 from __future__ import annotations
 
 import csv
 import io
 import math
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.papers import reported_on, selection_rule
+from benchbuild.papers import SPREADS, differences_of, reported_on, selection_rule, statistic_in_words
 from benchbuild.run_folder import METRICS_FILE, metrics_files, read_metrics, read_run
 
 COLUMNS = ("model", "benchmark", "split", "metric", "runs", "seeds", "mean", "standard_error", "paper", "paper_source",
-           "select")
+           "select", "paper_statistic", "paper_model", "ours_by_paper_statistic", "ours_spread", "ours_statistic",
+           "excluded_runs", "differences")
+
+
+@dataclass(frozen=True)
+class PaperStatistic:
+    """A row's runs summarised as its paper summarised its own (the `[[reported]]` row's `statistic`, `spread` and
+    `min_train_exact_match`): `value` over the runs left after the exclusion (None when none is left) and
+    `spread_value`, the spread the paper gives (sample standard deviation, n - 1; its standard error; or the
+    interquartile range), None under two runs left or when the paper gives none. A paper's single run is compared
+    with the mean of ours."""
+
+    reported: Mapping[str, Any]
+    runs: int  # our runs in the row
+    excluded: int  # left out: their train exact match does not exceed the paper's threshold
+    unrecorded: int  # kept although the paper excludes by train exact match: their run.json does not record it
+    value: float | None
+    spread_value: float | None
+
+    @classmethod
+    def of(cls, values: Sequence[float], train_exact_matches: Sequence[float | None],
+           reported: Mapping[str, Any]) -> PaperStatistic:
+        """`values` (one per run, beside each run's train exact match) summarised by `reported`'s statistic."""
+        threshold = reported.get("min_train_exact_match")
+        kept = [value for value, train in zip(values, train_exact_matches, strict=True)
+                if threshold is None or train is None or train > threshold]
+        unrecorded = 0 if threshold is None else sum(train is None for train in train_exact_matches)
+        value = spread_value = None
+        if kept:
+            value = statistics.median(kept) if reported.get("statistic") == "median" else statistics.fmean(kept)
+        spread = reported.get("spread", "none")
+        if len(kept) >= 2 and spread in ("std", "se"):
+            spread_value = statistics.stdev(kept) / (math.sqrt(len(kept)) if spread == "se" else 1.0)
+        elif len(kept) >= 2 and spread == "iqr":
+            lower, upper = np.percentile(kept, [25, 75])
+            spread_value = float(upper - lower)
+        return cls(reported, len(values), len(values) - len(kept), unrecorded, value, spread_value)
+
+    @property
+    def spread(self) -> str:
+        return self.reported.get("spread", "none")
+
+    @property
+    def text(self) -> str:
+        """The number and its spread at two decimals: "3.50 ± 1.20 (std)", "3.50 (IQR 1.20)", "3.50"; "—" when
+        every run was excluded."""
+        if self.value is None:
+            return "—"
+        if self.spread == "none":
+            return f"{self.value:.2f}"
+        if self.spread_value is None:
+            return f"{self.value:.2f} (no {SPREADS[self.spread]}: one run)"
+        if self.spread == "iqr":
+            return f"{self.value:.2f} (IQR {self.spread_value:.2f})"
+        return f"{self.value:.2f} ± {self.spread_value:.2f} ({SPREADS[self.spread]})"
+
+    @property
+    def words(self) -> str:
+        """What `value` is: "median of 3 runs (1 excluded: train exact match ≤ 10%)", then the runs the exclusion
+        could not judge and, when our run count is not the paper's, the paper's ("median of 1 run; the paper: median
+        of 25")."""
+        statistic, runs = self.reported.get("statistic", "mean"), self.reported.get("runs")
+        if statistic == "single":
+            words, runs = ("a single run" if self.runs == 1 else f"mean of {self.runs} runs"), 1
+        else:
+            words = f"{statistic} of {_runs(self.runs)}"
+        threshold = self.reported.get("min_train_exact_match")
+        if threshold is not None:
+            words += f" ({self.excluded} excluded: train exact match ≤ {threshold:g}%)"
+        if self.unrecorded:
+            words += (f"; train exact match not recorded for {_runs(self.unrecorded)}: exclusion not applied to "
+                      f"{'it' if self.unrecorded == 1 else 'them'}")
+        if runs is not None and runs != self.runs:
+            words += "; the paper: " + ("a single run" if statistic == "single" else f"{statistic} of {runs}")
+        return words
+
+
+def _runs(count: int) -> str:
+    return f"{count} run{'' if count == 1 else 's'}"
 
 
 @dataclass
@@ -32,6 +115,10 @@ class ReportRow:
     paper: float | None = None
     paper_source: str = ""
     selections: list[str] = field(default_factory=list)
+    reported: dict[str, Any] | None = None  # the catalogue's `[[reported]]` row `paper` comes from
+    train_exact_matches: list[float | None] = field(default_factory=list)  # per run; None: run.json has none
+    differences: dict[str, list[str]] = field(default_factory=dict)  # the runs' recipe -> its known differences
+    zoo_reference: str = ""  # what `benchbuild zoo --model` takes to show the model's entry
 
     @property
     def select(self) -> str:
@@ -40,16 +127,56 @@ class ReportRow:
 
     @property
     def mean(self) -> float:
-        return sum(self.values) / len(self.values)
+        return statistics.fmean(self.values)
 
     @property
     def standard_error(self) -> float | None:
         """Sample standard deviation over √n, as the papers' ± columns; undefined for a single run."""
         n = len(self.values)
-        if n < 2:
+        return None if n < 2 else statistics.stdev(self.values) / math.sqrt(n)
+
+    @property
+    def by_paper_statistic(self) -> PaperStatistic | None:
+        """Our runs summarised by the statistic of the paper's number (None without one)."""
+        if self.reported is None:
             return None
-        variance = sum((value - self.mean) ** 2 for value in self.values) / (n - 1)
-        return math.sqrt(variance / n)
+        return PaperStatistic.of(self.values, self.train_exact_matches, self.reported)
+
+    @property
+    def differences_in_words(self) -> str:
+        """"recipe scan: vocabulary and embeddings, batch sampling"; one such part per recipe of the runs."""
+        return "; ".join(f"recipe {recipe}: {', '.join(whats)}" for recipe, whats in self.differences.items())
+
+    @property
+    def recipe_note(self) -> str | None:
+        """A footnote naming what the runs' recipe does differently from the paper, as the catalogue lists it."""
+        if not self.differences:
+            return None
+        return (f"{self.model} as trained here differs from its paper ({self.differences_in_words}): "
+                f"`benchbuild zoo --model {self.zoo_reference}` for details.")
+
+    @property
+    def paper_note(self) -> str | None:
+        """A footnote saying that the paper's number belongs to another model than this one."""
+        if self.reported is None or not self.reported.get("model_reported"):
+            return None
+        return (f"The paper's number ({self.paper:g}, {self.paper_source}) is for {self.reported['model_reported']}, "
+                f"not for {self.model} as benchbuild builds it.")
+
+
+class Footnotes:
+    """The notes under a table, numbered in the order they are first marked, each text once."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def mark(self, text: str | None) -> int | None:
+        """The number of note `text` (None for no note)."""
+        if text is None:
+            return None
+        if text not in self.texts:
+            self.texts.append(text)
+        return self.texts.index(text) + 1
 
 
 def headline_metrics(metrics: dict[str, Any]) -> dict[str, float]:
@@ -72,43 +199,83 @@ def headline_metrics(metrics: dict[str, Any]) -> dict[str, float]:
 def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
     """Group every evaluation of the given runs by model, benchmark, split and metric."""
     groups: dict[tuple[str, str, str, str], ReportRow] = {}
-    reported_cache: dict[str, list[dict]] = {}
+    entries: dict[str, Any] = {}
     for run_dir in map(Path, run_dirs):
         run = read_run(run_dir)
         files = metrics_files(run_dir)
         if not files:
             raise BenchbuildError(f"{run_dir} has no {METRICS_FILE}: run `benchbuild eval --run {run_dir}` first")
         model = str(run.get("model"))
-        if model not in reported_cache:
-            reported_cache[model] = _reported(run)
+        if model not in entries:
+            entries[model] = _entry(run)
+        entry = entries[model]
+        recipe = run.get("recipe_family")
+        differences = differences_of(entry, recipe) if entry is not None and recipe else []
+        train_exact_match = run.get("train_exact_match")
         for path in files:
             metrics = read_metrics(path)
             benchmark, split = str(metrics.get("benchmark")), str(metrics.get("split"))
             for metric, value in headline_metrics(metrics).items():
                 key = (model, benchmark, split, metric)
                 if key not in groups:
-                    groups[key] = ReportRow(model, benchmark, split, metric)
-                    paper = next((r for r in reported_cache[model] if r.get("metric") == metric
+                    groups[key] = ReportRow(model, benchmark, split, metric,
+                                            zoo_reference="" if entry is None else _zoo_reference(entry))
+                    paper = next((r for r in (entry.reported if entry else []) if r.get("metric") == metric
                                   and _same_benchmark(str(r.get("benchmark")), benchmark, split)), None)
                     if paper is not None:
                         groups[key].paper = float(paper["value"])
                         groups[key].paper_source = str(paper.get("table", ""))
-                groups[key].values.append(value)
-                groups[key].seeds.append(run.get("seed"))
-                groups[key].selections.append(selection_rule(run))
+                        groups[key].reported = paper
+                row = groups[key]
+                row.values.append(value)
+                row.seeds.append(run.get("seed"))
+                row.selections.append(selection_rule(run))
+                row.train_exact_matches.append(None if train_exact_match is None else float(train_exact_match))
+                if differences:
+                    row.differences.setdefault(str(recipe), differences)
     return [groups[key] for key in sorted(groups)]
 
 
 def markdown_table(rows: Iterable[ReportRow]) -> str:
-    lines = ["| model | benchmark | split | metric | runs (seeds) | ours: mean ± s.e. | paper | source | select |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    """The table, then its numbered notes: a model's `[n]` where its recipe differs from the paper, a paper number's
+    where it is another model's."""
+    lines = ["| model | benchmark | split | metric | runs (seeds) | ours: mean ± s.e. | ours: as the paper | paper | "
+             "paper's statistic | source | select |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    notes = Footnotes()
     for row in rows:
+        model = row.model + _marker(notes.mark(row.recipe_note))
         error = "" if row.standard_error is None else f" ± {row.standard_error:.2f}"
-        paper = "" if row.paper is None else f"{row.paper:g}"
+        paper = "" if row.paper is None else f"{row.paper:g}" + _marker(notes.mark(row.paper_note))
         seeds = ", ".join(str(seed) for seed in row.seeds)
-        lines.append(f"| {row.model} | {row.benchmark} | {row.split} | {row.metric} | {len(row.values)} ({seeds}) | "
-                     f"{row.mean:.2f}{error} | {paper} | {row.paper_source} | {row.select} |")
+        by_paper = row.by_paper_statistic
+        as_paper = "" if by_paper is None else f"{by_paper.text}: {by_paper.words}"
+        paper_statistic = "" if row.reported is None else statistic_in_words(row.reported)
+        lines.append(f"| {model} | {row.benchmark} | {row.split} | {row.metric} | {len(row.values)} ({seeds}) | "
+                     f"{row.mean:.2f}{error} | {as_paper} | {paper} | {paper_statistic} | {row.paper_source} | "
+                     f"{row.select} |")
+    lines += ["", *(f"{number}. {text}" for number, text in enumerate(notes.texts, start=1))] if notes.texts else []
     return "\n".join(lines) + "\n"
+
+
+def _marker(number: int | None) -> str:
+    return "" if number is None else f" [{number}]"
+
+
+def csv_fields(row: ReportRow) -> list[Any]:
+    """A row's values under `COLUMNS`."""
+    by_paper = row.by_paper_statistic
+    return [row.model, row.benchmark, row.split, row.metric, len(row.values),
+            " ".join(str(seed) for seed in row.seeds), f"{row.mean:.4f}",
+            "" if row.standard_error is None else f"{row.standard_error:.4f}",
+            "" if row.paper is None else f"{row.paper:g}", row.paper_source, row.select,
+            "" if row.reported is None else statistic_in_words(row.reported),
+            "" if row.reported is None else row.reported.get("model_reported", ""),
+            "" if by_paper is None or by_paper.value is None else f"{by_paper.value:.4f}",
+            "" if by_paper is None or by_paper.spread_value is None else f"{by_paper.spread_value:.4f}",
+            "" if by_paper is None else by_paper.words,
+            "" if by_paper is None or by_paper.reported.get("min_train_exact_match") is None else by_paper.excluded,
+            row.differences_in_words]
 
 
 def csv_table(rows: Iterable[ReportRow]) -> str:
@@ -116,10 +283,7 @@ def csv_table(rows: Iterable[ReportRow]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
     for row in rows:
-        writer.writerow([row.model, row.benchmark, row.split, row.metric, len(row.values),
-                         " ".join(str(seed) for seed in row.seeds), f"{row.mean:.4f}",
-                         "" if row.standard_error is None else f"{row.standard_error:.4f}",
-                         "" if row.paper is None else f"{row.paper:g}", row.paper_source, row.select])
+        writer.writerow(csv_fields(row))
     return buffer.getvalue()
 
 
@@ -142,15 +306,24 @@ def _same_benchmark(reported: str, ours: str, split: str) -> bool:
     return reported_on(reported, family, name, [split])
 
 
-def _reported(run: dict[str, Any]) -> list[dict]:
-    """The catalogue's reported numbers for the run's model (none when its entry cannot be found any more)."""
+def _entry(run: dict[str, Any]):
+    """The catalogue entry of the run's model, its reported numbers and fidelity tables as they are now (None when
+    its entry cannot be found any more)."""
     from benchbuild import zoo
 
     for reference in (run.get("model_entry"), run.get("model")):
         if not reference:
             continue
         try:
-            return zoo.load_entry(reference).reported
+            return zoo.load_entry(reference)
         except BenchbuildError:
             continue
-    return []
+    return None
+
+
+def _zoo_reference(entry) -> str:
+    """What `benchbuild zoo --model` takes for `entry`: its name when it ships in the catalogue, else its file."""
+    from benchbuild.zoo.catalogue import CATALOGUE
+
+    shipped = CATALOGUE / f"{entry.path.stem}.toml"
+    return entry.path.stem if shipped.is_file() and shipped.resolve() == entry.path.resolve() else str(entry.path)

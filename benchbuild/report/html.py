@@ -1,5 +1,7 @@
 """The report as one HTML page that a person opens from disk (`report/templates/report.html.j2`): a leaderboard per
-benchmark split, sortable by any column (a few lines of inline script), the papers' numbers beside ours, the figures
+benchmark split, sortable by any column (a few lines of inline script), the papers' numbers beside ours and our runs
+summarised by each paper's statistic, with numbered notes (recipes that differ from their paper, a paper's number
+that is another model's), the figures
 (files in `PREFIX_files/`), every run with its predictions linked, and the first wrong predictions of each benchmark
 with their differences from the reference marked. Nothing is fetched from a network."""
 
@@ -17,7 +19,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from benchbuild import __version__
-from benchbuild.evaluation.report import ReportRow
+from benchbuild.evaluation.report import Footnotes, ReportRow
 from benchbuild.report.figures import Figure
 from benchbuild.report.headline import headline_columns, metric_name, metric_rank
 from benchbuild.report.runs import RunSummary
@@ -56,18 +58,21 @@ def diff_markup(reference: str, prediction: str) -> tuple[Markup, Markup]:
 
 def leaderboards(rows: Sequence[ReportRow]) -> list[dict[str, Any]]:
     """Per benchmark split: a header and a row per model (runs, seeds, every metric's mean ± s.e., the paper's
-    number beside the headline metrics and any other it reports, the selection rule), best headline mean first."""
+    number beside the headline metrics and any other it reports, our runs by the paper's statistic beside each paper
+    number, the selection rule), best headline mean first, and the notes its cells mark."""
     headline = {(c.benchmark, c.split, c.metric) for c in headline_columns(rows)}
     boards = []
     for (benchmark, split), found in groupby(sorted(rows, key=lambda r: (r.benchmark, r.split)),
                                              key=lambda r: (r.benchmark, r.split)):
         found = list(found)
         metrics = sorted({row.metric for row in found}, key=metric_rank)
-        with_paper = [m for m in metrics if (benchmark, split, m) in headline
-                      or any(row.paper is not None for row in found if row.metric == m)]
+        reported = [m for m in metrics if any(row.paper is not None for row in found if row.metric == m)]
+        with_paper = [m for m in metrics if (benchmark, split, m) in headline or m in reported]
         header = ["model", "runs", "seeds"]
         for metric in metrics:
             header.append(metric_name(metric))
+            if metric in reported:
+                header.append(f"{metric_name(metric)}: as the paper")
             if metric in with_paper:
                 header.append(f"{metric_name(metric)}: paper")
         header.append("select")
@@ -75,22 +80,26 @@ def leaderboards(rows: Sequence[ReportRow]) -> list[dict[str, Any]]:
         for row in found:
             by_model.setdefault(row.model, {})[row.metric] = row
         lines = []
+        notes = Footnotes()
         for model, of_model in by_model.items():
             any_row = next(iter(of_model.values()))
-            cells = [Cell(model, model), Cell(len(any_row.values), len(any_row.values)),
+            marks = [notes.mark(row.recipe_note) for row in of_model.values()]
+            cells = [Cell(_marked(model, *marks), model), Cell(len(any_row.values), len(any_row.values)),
                      Cell(", ".join(map(str, any_row.seeds)), " ".join(map(str, any_row.seeds)))]
             for metric in metrics:
                 row = of_model.get(metric)
                 cells.append(_ours(row))
+                if metric in reported:
+                    cells.append(_as_paper(row))
                 if metric in with_paper:
-                    cells.append(_paper(row))
+                    cells.append(_paper(row, notes))
             cells.append(Cell(any_row.select, any_row.select))
             lines.append(cells)
         first = next((m for m in metrics if (benchmark, split, m) in headline), metrics[0])
-        position = 3 + sum(1 + (m in with_paper) for m in metrics[:metrics.index(first)])
+        position = 3 + sum(1 + (m in reported) + (m in with_paper) for m in metrics[:metrics.index(first)])
         lines.sort(key=lambda cells: -cells[position].sort if cells[position].sort != "" else float("inf"))
         boards.append({"benchmark": benchmark, "split": split, "header": header, "rows": lines,
-                       "sorted_by": header[position]})
+                       "sorted_by": header[position], "notes": [_note_markup(text) for text in notes.texts]})
     return boards
 
 
@@ -102,11 +111,32 @@ def _ours(row: ReportRow | None) -> Cell:
     return Cell(f"{row.mean:.2f}{error}", round(row.mean, 6), title)
 
 
-def _paper(row: ReportRow | None) -> Cell:
+def _as_paper(row: ReportRow | None) -> Cell:
+    by_paper = None if row is None else row.by_paper_statistic
+    if by_paper is None:
+        return Cell("—", "", "the catalogue has no paper number here")
+    return Cell(Markup("{} <small>{}</small>").format(by_paper.text, by_paper.words),
+                "" if by_paper.value is None else round(by_paper.value, 6),
+                "our runs summarised by the statistic of the paper's number")
+
+
+def _paper(row: ReportRow | None, notes: Footnotes) -> Cell:
     if row is None or row.paper is None:
         return Cell("—", "", "the catalogue has no paper number here")
-    return Cell(Markup("{} <small>{}</small>").format(f"{row.paper:g}", row.paper_source), row.paper,
-                row.paper_source)
+    return Cell(Markup("{} <small>{}</small>").format(_marked(f"{row.paper:g}", notes.mark(row.paper_note)),
+                                                      row.paper_source), row.paper, row.paper_source)
+
+
+def _marked(text: str, *numbers: int | None) -> Markup:
+    """`text` with the numbers of its notes as a superscript, each once."""
+    shown = sorted({number for number in numbers if number is not None})
+    return Markup("{}<sup>{}</sup>").format(text, ",".join(map(str, shown))) if shown else Markup("{}").format(text)
+
+
+def _note_markup(text: str) -> Markup:
+    """A note with its `code` spans as `<code>`."""
+    return Markup("").join(Markup("<code>{}</code>").format(part) if index % 2 else escape(part)
+                           for index, part in enumerate(text.split("`")))
 
 
 def _href(target: Path, page: Path) -> str:
@@ -166,12 +196,14 @@ def error_views(runs: Sequence[RunSummary], limit: int = WRONG_SHOWN) -> list[di
 
 
 def render_page(rows: Sequence[ReportRow], runs: Sequence[RunSummary], figures: Sequence[Figure],
-                notes: Sequence[str], page: Path, title: str = "benchbuild report") -> str:
+                notes: Sequence[str], page: Path, title: str = "benchbuild report",
+                grid: dict[str, Any] | None = None) -> str:
+    """The page; `grid` (`report.grid.html_grid`) adds the hyperparameter grid's section."""
     environment = jinja2.Environment(loader=jinja2.PackageLoader("benchbuild", "report/templates"),
                                      autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                                      lstrip_blocks=True)
     return environment.get_template("report.html.j2").render(
-        title=title, version=__version__, notes=notes, leaderboards=leaderboards(rows),
+        title=title, version=__version__, notes=notes, leaderboards=leaderboards(rows), grid=grid,
         figures=[{"title": f.title, "caption": f.caption, "png": _href(f.png, page), "pdf": _href(f.pdf, page)}
                  for f in figures],
         runs=run_table(runs, page), errors=error_views(runs), wrong_shown=WRONG_SHOWN)

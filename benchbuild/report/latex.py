@@ -1,17 +1,21 @@
 """The report as a LaTeX booktabs table, ready to `\\input` inside a `table` float: one row per model, per headline
-column our mean ± standard error over seeds beside the paper's number, whose table reference a footnote names."""
+column our mean ± standard error over seeds, then (where the paper reports a number) our runs summarised by the
+paper's statistic and the paper's number, whose table reference a footnote names; numbered notes under the table say
+what each "As paper" cell is, where a model's recipe differs from its paper and where a paper's number is another
+model's."""
 
 from __future__ import annotations
 
 import itertools
 from typing import Sequence
 
-from benchbuild.evaluation.report import ReportRow
+from benchbuild.evaluation.report import Footnotes, ReportRow
 from benchbuild.report.headline import Column, cell_index, headline_columns
 
 MISSING = "--"
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-            "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+            "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}",
+            ">": r"\textgreater{}", "≤": r"$\leq$", "≥": r"$\geq$"}  # pdflatex's utf8 input has no ≤, ≥
 
 
 def escape(text: str) -> str:
@@ -28,8 +32,34 @@ def ours(row: ReportRow | None) -> str:
     return f"${row.mean:.2f} \\pm {row.standard_error:.2f}$"
 
 
+def as_paper(row: ReportRow | None) -> str:
+    """Our runs by the statistic of the paper's number: `$median \\pm std$`, `$median$ (IQR $x$)`, `$mean$`; MISSING
+    without a paper number or when every run was excluded."""
+    by_paper = None if row is None else row.by_paper_statistic
+    if by_paper is None or by_paper.value is None:
+        return MISSING
+    if by_paper.spread_value is None:
+        return f"${by_paper.value:.2f}$"
+    if by_paper.spread == "iqr":
+        return f"${by_paper.value:.2f}$ (IQR ${by_paper.spread_value:.2f}$)"
+    return f"${by_paper.value:.2f} \\pm {by_paper.spread_value:.2f}$"
+
+
+def note_text(text: str) -> str:
+    """A note as LaTeX prints it: escaped, its `code` spans in typewriter type (where `--` stays two hyphens)."""
+    return "".join(f"\\texttt{{{escape(part)}}}" if index % 2 else escape(part)
+                   for index, part in enumerate(text.split("`")))
+
+
+def note_marks(*numbers: int | None) -> str:
+    """`\\textsuperscript{1,3}` for the notes numbered so, each once; "" for none."""
+    shown = sorted({number for number in numbers if number is not None})
+    return f"\\textsuperscript{{{','.join(map(str, shown))}}}" if shown else ""
+
+
 def latex_table(rows: Sequence[ReportRow]) -> str:
-    """A `tabular` with booktabs rules (needs `\\usepackage{booktabs}`), its legend in the last rows."""
+    """A `tabular` with booktabs rules (needs `\\usepackage{booktabs}`), its legend and notes in the last rows. A
+    column with a paper number has three cells per model (Ours, As paper, Paper), any other two (Ours, Paper)."""
     columns = headline_columns(rows)
     cells = cell_index(rows)
     models = sorted({row.model for row in rows})
@@ -37,37 +67,52 @@ def latex_table(rows: Sequence[ReportRow]) -> str:
     sources = list(dict.fromkeys(row.paper_source or "the catalogue" for row in rows
                                  if row.paper is not None and Column.of(row) in shown))
     marks = {source: chr(ord("a") + index) for index, source in enumerate(sources)}
-    width = 1 + 2 * len(columns)
+    reported = {Column.of(row) for row in rows if row.paper is not None}
+    widths = [3 if column in reported else 2 for column in columns]
+    width = 1 + sum(widths)
+    notes = Footnotes()
 
     def paper(row: ReportRow | None) -> str:
         if row is None or row.paper is None:
             return MISSING
-        return f"${row.paper:g}^{{{marks[row.paper_source or 'the catalogue']}}}$"
+        mark = marks[row.paper_source or "the catalogue"]
+        return f"${row.paper:g}^{{{mark}}}${note_marks(notes.mark(row.paper_note))}"
 
     # Adjacent columns of one benchmark split share its heading.
-    groups = [(key, len(list(members))) for key, members in
+    groups = [(key, sum(widths[columns.index(column)] for column in members)) for key, members in
               itertools.groupby(columns, key=lambda column: (column.benchmark, column.split))]
+    starts = list(itertools.accumulate([2, *widths]))
     lines = ["% Written by `benchbuild report`; needs \\usepackage{booktabs}.",
-             "\\begin{tabular}{l" + "rr" * len(columns) + "}", "\\toprule"]
-    lines.append(" & ".join(["", *(f"\\multicolumn{{{2 * count}}}{{c}}{{{escape(benchmark)} ({escape(split)})}}"
+             "\\begin{tabular}{l" + "".join("r" * w for w in widths) + "}", "\\toprule"]
+    lines.append(" & ".join(["", *(f"\\multicolumn{{{count}}}{{c}}{{{escape(benchmark)} ({escape(split)})}}"
                                    for (benchmark, split), count in groups)]) + " \\\\")
-    lines.append(" & ".join(["", *(f"\\multicolumn{{2}}{{c}}{{{escape(column.metric_name)}}}" for column in columns)])
-                 + " \\\\")
-    lines.append("".join(f"\\cmidrule(lr){{{2 + 2 * i}-{3 + 2 * i}}}" for i in range(len(columns))))
-    lines.append(" & ".join(["Model", *(["Ours", "Paper"] * len(columns))]) + " \\\\")
+    lines.append(" & ".join(["", *(f"\\multicolumn{{{w}}}{{c}}{{{escape(column.metric_name)}}}"
+                                   for column, w in zip(columns, widths))]) + " \\\\")
+    lines.append("".join(f"\\cmidrule(lr){{{start}-{start + w - 1}}}" for start, w in zip(starts, widths)))
+    lines.append(" & ".join(["Model", *(label for w in widths for label in
+                                        (["Ours", "As paper", "Paper"] if w == 3 else ["Ours", "Paper"]))]) + " \\\\")
     lines.append("\\midrule")
     for model in models:
-        row_cells = [escape(model)]
-        for column in columns:
-            row = cells.get((model, column))
-            row_cells += [ours(row), paper(row)]
+        of_model = [cells.get((model, column)) for column in columns]
+        row_cells = [escape(model) + note_marks(*(notes.mark(row.recipe_note) for row in of_model if row))]
+        for row, w in zip(of_model, widths):
+            by_paper = None if row is None else row.by_paper_statistic
+            words = None if by_paper is None else by_paper.words
+            row_cells += [ours(row), as_paper(row) + note_marks(notes.mark(words)), paper(row)] if w == 3 else \
+                [ours(row), paper(row)]
         lines.append(" & ".join(row_cells) + " \\\\")
     lines.append("\\bottomrule")
     lines.append(f"\\multicolumn{{{width}}}{{l}}{{\\footnotesize Ours: mean $\\pm$ standard error over seeds "
                  f"(no $\\pm$: one seed); {MISSING}: no number.}} \\\\")
+    if reported & shown:
+        lines.append(f"\\multicolumn{{{width}}}{{l}}{{\\footnotesize As paper: our runs summarised by the statistic "
+                     "of the paper's number (its spread: $\\pm$ std or s.e., or the IQR), as its note says.} \\\\")
     if sources:
         legend = "; ".join(f"$^{{{marks[source]}}}$~{escape(source)}" for source in sources)
         lines.append(f"\\multicolumn{{{width}}}{{l}}{{\\footnotesize Paper: {legend}.}} \\\\")
+    for number, text in enumerate(notes.texts, start=1):
+        lines.append(f"\\multicolumn{{{width}}}{{p{{0.9\\linewidth}}}}{{\\footnotesize \\textsuperscript{{{number}}}~"
+                     f"{note_text(text)}}} \\\\")
     lines.append("\\end{tabular}")
     return "\n".join(lines) + "\n"
 

@@ -15,6 +15,7 @@ from benchbuild.evaluation.report import ReportRow, build_report, csv_table, mar
 from benchbuild.report import analyses, figures
 from benchbuild.report.figures import Figure, FigureFolder
 from benchbuild.report.formats import FORMATS
+from benchbuild.report.grid import DEFAULT_RULE, Grid, csv_grid, grid_report, html_grid, latex_grid, markdown_grid
 from benchbuild.report.runs import BenchmarkFolders, RunSummary, read_runs
 
 
@@ -26,6 +27,7 @@ class Report:
     files: list[Path] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    grid: Grid | None = None  # the runs' hyperparameter grid, when some set architecture keys
 
 
 def output_path(prefix: Path, suffix: str) -> Path:
@@ -33,8 +35,10 @@ def output_path(prefix: Path, suffix: str) -> Path:
 
 
 def write_report(run_dirs: Sequence[str | Path], prefix: str | Path, formats: Sequence[str] = FORMATS,
-                 data_dirs: Sequence[str | Path] = ()) -> Report:
-    """Write the asked formats under `prefix`; the figures are drawn for `tex` (PDFs) and `html` (PNGs).
+                 data_dirs: Sequence[str | Path] = (), grid_rule: str = DEFAULT_RULE) -> Report:
+    """Write the asked formats under `prefix`; the figures are drawn for `tex` (PDFs) and `html` (PNGs). Runs of a
+    hyperparameter grid (some set architecture keys) show the configuration `grid_rule` picks per model and
+    benchmark in every table and figure, with every configuration's mean listed (`report.grid`).
 
     Everything is written beside the outputs first and moved into place at the end, so a killed report leaves the
     old report whole (its page and its figures); an existing output is replaced only when a report wrote it. A run
@@ -49,13 +53,16 @@ def write_report(run_dirs: Sequence[str | Path], prefix: str | Path, formats: Se
         raise BenchbuildError(f"{runs[0].folder} has no metrics.json: run `benchbuild eval --run {runs[0].folder}` "
                               "first" if len(runs) == 1 else "none of the run folders has a metrics.json: run "
                               "`benchbuild eval --run RUN_DIR` on them first")
-    report = Report(rows=build_report([run.folder for run in evaluated]), notes=notes)
-    report.notes += missing_pieces(runs, report.rows)
+    grid = grid_report(evaluated, grid_rule)
+    report = Report(rows=grid.rows if grid else build_report([run.folder for run in evaluated]), notes=notes,
+                    grid=grid)
+    report.notes += missing_pieces(runs, report.rows) + (grid.notes if grid else [])
+    shown = runs if grid is None else [run for run in runs if run.folder in grid.selected]
     with work_directory(prefix) as stage:
         staged: list[tuple[Path, Path]] = []  # (written in the stage, its place)
         if "tex" in formats or "html" in formats:
             figure_folder = FigureFolder(stage / "figures")
-            drawn, notes = draw_figures(report.rows, runs, folders, data_dirs, figure_folder)
+            drawn, notes = draw_figures(report.rows, shown, folders, data_dirs, figure_folder)
             final = targets["figures"]
             report.figures += [dataclasses.replace(figure, png=final / figure.png.name, pdf=final / figure.pdf.name)
                                for figure in drawn]
@@ -64,17 +71,19 @@ def write_report(run_dirs: Sequence[str | Path], prefix: str | Path, formats: Se
         texts = {}
         if "md" in formats:
             notes = "".join(f"- {note}\n" for note in report.notes)
-            texts["md"] = markdown_table(report.rows) + (f"\n## What is missing\n\n{notes}" if notes else "")
+            texts["md"] = (markdown_table(report.rows) + (markdown_grid(grid) if grid else "")
+                           + (f"\n## What is missing\n\n{notes}" if notes else ""))
         if "csv" in formats:
-            texts["csv"] = csv_table(report.rows)
+            texts["csv"] = csv_grid(grid) if grid else csv_table(report.rows)
         if "tex" in formats:
             from benchbuild.report.latex import latex_table
 
-            texts["tex"] = latex_table(report.rows)
+            texts["tex"] = latex_table(report.rows) + (latex_grid(grid) if grid else "")
         if "html" in formats:
             from benchbuild.report.html import render_page
 
-            texts["html"] = render_page(report.rows, runs, report.figures, report.notes, targets["html"])
+            texts["html"] = render_page(report.rows, runs, report.figures, report.notes, targets["html"],
+                                        grid=html_grid(grid) if grid else None)
         for name, text in texts.items():
             (stage / name).write_text(text, encoding="utf-8")
             staged.append((stage / name, targets[name]))

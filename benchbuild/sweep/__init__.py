@@ -1,5 +1,6 @@
-"""`benchbuild sweep`: a paper's results table in one command (models × benchmarks × seeds, trained and scored in
-parallel, resumable, ending in the report). `spec` reads the sweep file, `state` reads run folders, `run` runs."""
+"""`benchbuild sweep`: a paper's results table in one command (models × their hyperparameter grid × benchmarks ×
+seeds, trained and scored in parallel, resumable, ending in the report). `spec` reads the sweep file, `state` reads
+run folders, `run` runs."""
 
 from __future__ import annotations
 
@@ -24,24 +25,33 @@ def print_status(sweep: Sweep, console: Console) -> None:
 
 
 def dry_run(sweep: Sweep, console: Console, jobs: int) -> None:
-    """The grid, what is already done, and the estimated cost of the rest (from a few timed steps per model)."""
+    """The grid (its size: configurations per model, runs in all), what is already done, and the estimated cost of
+    the rest (from a few timed steps per model and configuration)."""
     from benchbuild.sweep.run import check_eval_split, check_folders, estimate
 
     states = check_folders(sweep)
     check_eval_split(sweep)
     console.print(status_table(states, f"sweep {sweep.name}: {len(states)} runs (dry run: nothing is trained)"))
+    console.print(sweep.grid_summary(), markup=False, highlight=False)
     missing = sorted({spec.data for spec in sweep.runs if not (Path(spec.data) / "build.json").is_file()})
     if missing:
         console.print(f"benchmark folders still to build ({sweep.file.build or 'no build pipeline given'}): "
                       + ", ".join(missing) + "; no cost estimate before they exist")
         return
     total = 0.0
-    for model, seconds, left in estimate(sweep, states, jobs):
+    for model, configuration, seconds, left, measured in estimate(sweep, states, jobs):
         total += seconds * left
-        console.print(f"{model}: {seconds * 1000:.0f} ms per step measured, {left:,} steps left")
-    console.print(f"estimated training time: {total / 60:.1f} min on one worker, about "
-                  f"{total / 60 / max(1, min(jobs, len(states))):.1f} min with {jobs} in parallel "
+        how = "measured" if measured else "scaled by parameters from the first configuration's"
+        console.print(f"{model}{f' {configuration}' if configuration else ''}: {seconds * 1000:.0f} ms per step "
+                      f"{how}, {left:,} steps left", markup=False, highlight=False)
+    console.print(f"estimated training time: {_hours(total)} on one worker, about "
+                  f"{_hours(total / max(1, min(jobs, len(states))))} with {jobs} in parallel "
                   "(evaluation and start-up not counted)")
+
+
+def _hours(seconds: float) -> str:
+    """`12.5 min` under two hours, else `37.2 h` (a grid's cost)."""
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
 
 
 def run_sweep(sweep: Sweep, engine: EngineParameters, jobs: int, console: Console,
@@ -64,7 +74,7 @@ def run_sweep(sweep: Sweep, engine: EngineParameters, jobs: int, console: Consol
         if done:
             data = sorted({spec.data for spec in sweep.runs})
             written = [str(path) for path in write_report(done, sweep.report_prefix, sweep.file.report.formats,
-                                                          data).files]
+                                                          data, grid_rule=sweep.file.grid_selection.rule).files]
     if failed:
         raise BenchbuildError(f"{len(failed)} of {len(sweep.runs)} runs failed (first: {failed[0]}); the report "
                               f"covers the {len(done)} finished ones: fix and rerun the same command")

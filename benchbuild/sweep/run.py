@@ -66,7 +66,8 @@ def run_one(spec: RunSpec, threads: int, root: str) -> dict[str, Any]:
     with cpu_threads(threads):
         if run_state(state_of).state in ("pending", "partial"):
             train(spec.model, data, folder, seed=spec.seed, max_steps=spec.max_steps, max_minutes=spec.max_minutes,
-                  device=device, recipe=spec.recipe, overrides=spec.overrides or None, progress=False)
+                  device=device, recipe=spec.recipe, overrides=spec.overrides or None,
+                  architecture_overrides=spec.architecture_overrides or None, progress=False)
         if run_state(state_of).state != "done":
             evaluate_run(folder, data, split=spec.split, beam=spec.beam, batch_size=spec.batch_size, device=device,
                          progress=False)
@@ -210,28 +211,66 @@ def _start_worker(devices, parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[tuple[str, float, int]]:
-    """Per model: seconds per training step, measured on its first benchmark in a scratch folder (the mean of a few
-    steps after a warm-up one, without validation), and the steps its runs have left. The sweep's wall time is about
-    their products summed, over `jobs` parallel runs."""
+def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[tuple[str, str, float, int, bool]]:
+    """Per model and grid configuration ("" without a grid): seconds per training step, whether they were measured,
+    and the steps its runs have left, each run's budget its own (a recipe in `epochs` gives each benchmark its train
+    set's count: `planned_steps`). A model's first configuration is timed on its first benchmark in a scratch folder
+    (the mean of a few steps after a warm-up one, without validation); its other configurations are scaled from it by
+    their parameter counts (a step's work grows with the weights it multiplies), so a grid of 144 configurations costs
+    five measurements, not 144. The sweep's wall time is about their products summed, over `jobs` parallel runs."""
+    import dataclasses
+    import functools
     import tempfile
 
+    from benchbuild import zoo
+    from benchbuild.benchmark import read_build_info
     from benchbuild.sweep.spec import budget_recipe
     from benchbuild.training.loop import RunOptions, prepare, step
+    from benchbuild.training.recipe import planned_steps
+
+    @functools.cache
+    def split_rows(data: str) -> dict[str, int]:
+        return {name: split.rows for name, split in read_build_info(data).splits.items()}
+
+    @functools.cache
+    def recipe_of(model: str, benchmark: str, recipe: str | None, overrides: str):
+        return budget_recipe(model, benchmark, recipe, json.loads(overrides))
+
+    def budget(spec) -> int:
+        if spec.max_steps is not None:
+            return spec.max_steps
+        recipe = recipe_of(spec.model, spec.benchmark, spec.recipe, json.dumps(spec.overrides, sort_keys=True))
+        return planned_steps(recipe, split_rows(spec.data))
+
+    def weights(spec, tokenizer) -> int:
+        recipe = recipe_of(spec.model, spec.benchmark, spec.recipe, json.dumps(spec.overrides, sort_keys=True))
+        entry = zoo.load_entry(spec.model)
+        entry = dataclasses.replace(entry, architecture={**entry.architecture, **recipe.architecture})
+        network = zoo.build_model(entry, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                                  overrides=spec.architecture_overrides or None)
+        return sum(parameter.numel() for parameter in network.parameters())
 
     rows = []
-    for model in sweep.file.models:
-        runs = [state for state in states if state.spec.model == model]
-        first = runs[0].spec
-        budget = first.max_steps or budget_recipe(model, first.benchmark, first.recipe, first.overrides).steps
-        left = sum(0 if state.state in ("done", "trained") else budget - state.step for state in runs)
-        with tempfile.TemporaryDirectory(prefix="benchbuild-sweep-estimate-") as scratch:
-            run = prepare(model, first.data, Path(scratch) / "run", RunOptions(
-                seed=0, max_steps=10, device=first.device, recipe=first.recipe, overrides=first.overrides or None,
-                progress=False))
-            step(run)  # first-call costs (kernel compilation, allocation) are not a step's
-            started = time.perf_counter()
-            for _ in range(4):
-                step(run)
-            rows.append((model, (time.perf_counter() - started) / 4, left))
+    for model in dict.fromkeys(state.spec.model for state in states):
+        timed: tuple[float, int, Any] | None = None  # seconds per step, weights, tokenizer of the timed configuration
+        for configuration in dict.fromkeys(state.spec.configuration for state in states if state.spec.model == model):
+            runs = [state for state in states if (state.spec.model, state.spec.configuration) == (model, configuration)]
+            first = runs[0].spec
+            left = sum(0 if state.state in ("done", "trained") else budget(state.spec) - state.step for state in runs)
+            if timed is None:
+                with tempfile.TemporaryDirectory(prefix="benchbuild-sweep-estimate-") as scratch:
+                    run = prepare(model, first.data, Path(scratch) / "run", RunOptions(
+                        seed=0, max_steps=10, device=first.device, recipe=first.recipe,
+                        overrides=first.overrides or None,
+                        architecture_overrides=first.architecture_overrides or None, progress=False))
+                    step(run)  # first-call costs (kernel compilation, allocation) are not a step's
+                    started = time.perf_counter()
+                    for _ in range(4):
+                        step(run)
+                    seconds = (time.perf_counter() - started) / 4
+                timed = (seconds, weights(first, run.tokenizer), run.tokenizer)
+                rows.append((model, configuration, seconds, left, True))
+            else:
+                rows.append((model, configuration, timed[0] * weights(first, timed[2]) / timed[1], left, False))
     return rows

@@ -57,7 +57,9 @@ def run_state(spec: RunSpec) -> RunState:
             value = float(record[f"validation_{state.validated_by}"])
             state.best_validation = (value if state.best_validation is None
                                     else better(state.validated_by, state.best_validation, value))
-            state.elapsed_s = record.get("elapsed_s", state.elapsed_s)
+        # Every validation line carries the time so far, and so does a checkpoint's line in a run that validates on
+        # nothing (`select = "last"` without a validation split).
+        state.elapsed_s = record.get("elapsed_s", state.elapsed_s)
     if run.get("status") == "failed":
         state.state = "failed"
     elif run.get("status") == "complete":

@@ -1,9 +1,11 @@
 """The training loop: one zoo model on one benchmark, a fixed step budget, model selection by the recipe's `select`.
 
 `train` prepares a run (checks its arguments, opens or resumes its run folder, builds the tokenizer, model and
-optimizer), then steps, validating and checkpointing every `eval_every` steps. Re-running a killed run with the same
-arguments resumes from its last checkpoint and reproduces the uninterrupted loss curve: batches are a pure function
-of (seed, step) (`batching`), and every random state that changes during training is checkpointed (`checkpoints`).
+optimizer), then steps, validating and checkpointing every `eval_every` steps (or `eval_every_epochs`' worth), and
+ends by scoring the selected checkpoint on its own train rows when the recipe asks (`score_train`). Re-running a
+killed run with the same arguments resumes from its last checkpoint and reproduces the uninterrupted loss curve:
+batches are a pure function of (seed, step) (`batching`), and every random state that changes during training is
+checkpointed (`checkpoints`).
 """
 
 from __future__ import annotations
@@ -25,15 +27,16 @@ from benchbuild.device import cpu_threads, start_accelerator
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import EncodedSplit, batch_indices, by_length, collate, encode_rows, micro_batches
 from benchbuild.training.model_card import write_model_card
-from benchbuild.training.recipe import TrainingRecipe, default_recipe, resolve_recipe
+from benchbuild.training.recipe import (TrainingRecipe, default_recipe, planned_steps, resolve_recipe,
+                                        validation_interval)
 from benchbuild.outputs import check_output
-from benchbuild.run_folder import (append_log, claim, mark_failed, open_run, save_pretrained, truncate_log,
-                                   write_run)
+from benchbuild.run_folder import (RUN_FILE, append_log, claim, mark_failed, open_run, read_run, save_pretrained,
+                                   truncate_log, write_run)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
 from benchbuild.zoo.loading import load_model
 from benchbuild.training.tokenization import build_tokenizer
 from benchbuild.training.selection import selects
-from benchbuild.training.validation import split_validation, validation_scores
+from benchbuild.training.validation import greedy_matches, split_validation, validation_scores
 
 
 @dataclass
@@ -72,12 +75,14 @@ class PreparedRun:
     options: RunOptions
     recipe: TrainingRecipe
     budget: int
+    eval_every: int  # steps between validations: the recipe's `eval_every`, or `eval_every_epochs` in steps
     accelerator: Any
     tokenizer: Any
     network: Any
     optimizer: Any
     scheduler: Any
     train_encoded: EncodedSplit
+    train_rows: list[dict]  # the rows trained on, kept only when the recipe scores them after training (`score_train`)
     validation_sources: list[str]
     validation_targets: list[str]
     record: dict[str, Any]
@@ -96,12 +101,13 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
           validation_split: str | None = None, progress: bool = True, overwrite: bool = False) -> TrainResult:
     """Train catalogue model `model` (a name or a `.toml` path) on the benchmark folder `data` into `out`.
 
-    `max_steps` replaces the recipe's step budget; `max_minutes` also stops training once that much time has gone
-    into training and validation (summed over a killed run and its resumption): the run then validates, selects by
-    the recipe's `select` and ends early, so its step count depends on the machine. `recipe` names one of the entry's
-    recipes (default: `recipe.default_recipe`, the one the entry's reported number on this benchmark was made with,
-    else the benchmark family's); `overrides` update recipe keys and `architecture_overrides` the model's
-    architecture kwargs. The run folder's README.md is its model card (`model_card`).
+    `max_steps` replaces the recipe's step budget (`steps`, or `epochs` of this benchmark's train rows:
+    `planned_steps`); `max_minutes` also stops training once that much time has gone into training and validation
+    (summed over a killed run and its resumption): the run then validates, selects by the recipe's `select` and ends
+    early, so its step count depends on the machine. `recipe` names one of the entry's recipes (default:
+    `recipe.default_recipe`, the one the entry's reported number on this benchmark was made with, else the benchmark
+    family's); `overrides` update recipe keys and `architecture_overrides` the model's architecture kwargs. The run
+    folder's README.md is its model card (`model_card`).
     """
     options = RunOptions(seed=seed, max_steps=max_steps, max_minutes=max_minutes, device=device, recipe=recipe,
                          overrides=overrides, architecture_overrides=architecture_overrides,
@@ -115,7 +121,7 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
             while run.state.step < run.budget:
                 step(run)
                 out_of_time = _out_of_time(run)
-                if run.state.step % run.recipe.eval_every == 0 or run.state.step == run.budget or out_of_time:
+                if run.state.step % run.eval_every == 0 or run.state.step == run.budget or out_of_time:
                     validate_and_checkpoint(run)
                 advance(training_status(run))
                 if out_of_time:
@@ -176,28 +182,33 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     training_recipe = resolve_recipe(entry.recipes, family, options.overrides, source=str(entry.path))
     # The recipe family's architecture keys (`[recipe.mt.architecture]`) go over the entry's, under the run's overrides.
     entry = dataclasses.replace(entry, architecture={**entry.architecture, **training_recipe.architecture})
-    budget = training_recipe.steps if options.max_steps is None else options.max_steps
-    _check_budgets(budget, options.max_minutes)
     if "train" not in splits:
         raise BenchbuildError(f"{data} has no train split (splits: {', '.join(splits)})")
-    train_rows, validation_rows, validation_name = split_validation(splits, options.validation_split, options.seed,
-                                                                    training_recipe.held_out)
+    split_rows = {name: split.rows for name, split in info.splits.items()}
+    recipe_steps = planned_steps(training_recipe, split_rows, options.validation_split)
+    budget = recipe_steps if options.max_steps is None else options.max_steps
+    eval_every = validation_interval(training_recipe, split_rows, options.validation_split)
+    _check_budgets(budget, options.max_minutes)
+    train_rows, validation_rows, validation_name = split_validation(
+        splits, options.validation_split, options.seed, training_recipe.held_out,
+        held_out_from=training_recipe.held_out_from, select=training_recipe.select)
+    if not validation_rows and training_recipe.select == "best_validation":
+        raise BenchbuildError(f"validation split {validation_name!r} of {data} has no rows: select = best_validation "
+                              "needs rows to compare checkpoints on; give another --validation-split or --set "
+                              "select=last")
 
     identity = {
         "model": entry.name, "architecture": entry.architecture,
         "architecture_overrides": options.architecture_overrides or {},
         "benchmark": {name: split.fingerprint for name, split in info.splits.items()}, "seed": options.seed,
-        # `select` and `validate_by` only pick which checkpoint the root holds, so they stay out of the identity: run
-        # folders from before they existed resume (`_check_selection` guards a change of rule). The recipe's
-        # `architecture` is part of "architecture" above, its `held_out` part of "validation".
-        "recipe_family": family, "validation": validation_name,
-        "recipe": {key: value for key, value in training_recipe.to_dict().items()
-                   if key not in ("steps", "select", "validate_by", "held_out", "architecture")},
+        "recipe_family": family, "validation": validation_name, "recipe": _recipe_identity(training_recipe),
     }
     accelerator = start_accelerator(options.device)
-    # Under `accelerate launch`, only the main process writes the run folder; the others wait until it is ready.
+    # Under `accelerate launch`, only the main process writes the run folder; the others wait until it is ready. A
+    # change of selection rule is named before the identity is compared (under `last` it changes the validation too).
+    if accelerator.is_main_process:
+        _check_selection(out, _recorded_run(out, options.overwrite), training_recipe)
     record = open_run(out, identity, options.overwrite) if accelerator.is_main_process else {}
-    _check_selection(out, record, training_recipe)
     accelerator.wait_for_everyone()
     set_seed(options.seed)
     tokenizer = _tokenizer(out, splits["train"], training_recipe, save=accelerator.is_main_process)
@@ -217,24 +228,26 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         "model": entry.name, "model_entry": str(entry.path), "benchbuild_version": __version__,
         "benchmark": {"path": str(data.resolve()), "family": info.family, "name": info.name,
                       "splits": {name: {"rows": s.rows, "fingerprint": s.fingerprint} for name, s in info.splits.items()}},
-        "seed": options.seed, "recipe_family": family, "recipe": training_recipe.to_dict(), "step_budget": budget,
-        "select": training_recipe.select, "validate_by": training_recipe.validate_by,
+        "seed": options.seed, "recipe_family": family, "recipe": training_recipe.to_dict(),
+        "recipe_steps": recipe_steps, "step_budget": budget,
+        "select": training_recipe.select, "validate_by": training_recipe.validate_by, "ties": training_recipe.ties,
         "time_budget_minutes": options.max_minutes,
         "architecture_overrides": options.architecture_overrides or {}, "validation": validation_name,
-        "validation_rows": len(validation_rows),
+        "validation_rows": len(validation_rows), "train_rows": len(train_rows), "validation_every": eval_every,
         "device": str(accelerator.device), "processes": accelerator.num_processes,
         "mixed_precision": accelerator.mixed_precision,
     })
     return PreparedRun(
-        out=out, options=options, recipe=training_recipe, budget=budget, accelerator=accelerator, tokenizer=tokenizer,
-        network=network, optimizer=optimizer, scheduler=scheduler, train_encoded=train_encoded,
+        out=out, options=options, recipe=training_recipe, budget=budget, eval_every=eval_every, accelerator=accelerator,
+        tokenizer=tokenizer, network=network, optimizer=optimizer, scheduler=scheduler, train_encoded=train_encoded,
+        train_rows=train_rows if training_recipe.score_train else [],
         validation_sources=[row["source"] for row in validation_rows],
         validation_targets=[row["target"] for row in validation_rows], record=record, state=state,
         resumed_from=state.step if checkpoint is not None else None, started=time.perf_counter() - state.elapsed)
 
 
 def step(run: PreparedRun) -> float:
-    """One optimizer step on the batch of the current step; every `eval_every // 10` steps (and at the last) the
+    """One optimizer step on the batch of the current step; every `run.eval_every // 10` steps (and at the last) the
     main process logs the mean loss since the last log line. Returns the step's loss summed over processes."""
     accelerator, network, training_recipe = run.accelerator, run.network, run.recipe
     indices = batch_indices(run.state.step, training_recipe.batch_size, len(run.train_encoded.sources),
@@ -252,7 +265,7 @@ def step(run: PreparedRun) -> float:
     if not math.isfinite(last_loss):
         _diverged(run, last_loss)
     run.window.append(last_loss)
-    log_every = max(1, training_recipe.eval_every // 10)
+    log_every = max(1, run.eval_every // 10)
     if accelerator.is_main_process and (run.state.step % log_every == 0 or run.state.step == run.budget):
         run.logged_loss = (sum(run.window) / len(run.window), len(run.window))
         append_log(run.out, {"step": run.state.step, "loss": run.logged_loss[0], "lr": learning_rate})
@@ -271,24 +284,29 @@ def _diverged(run: PreparedRun, loss: float) -> None:
 
 
 def validate_and_checkpoint(run: PreparedRun) -> None:
-    """On the main process: validate, log the scores, save the model at the run folder's root when the recipe's
-    `select` rule picks it (`selects`), checkpoint and update `run.json`; every process waits until that is done."""
+    """On the main process: validate (a run without validation rows logs only its step and time), log the scores,
+    save the model at the run folder's root when the recipe's `select` rule picks it (`selects`; without scores,
+    under `last`, always), checkpoint and update `run.json`; every process waits until that is done."""
     accelerator, state, recipe = run.accelerator, run.state, run.recipe
     if accelerator.is_main_process:
         validation_started = time.perf_counter()
         network = accelerator.unwrap_model(run.network)
-        with accelerator.autocast():
-            scores = validation_scores(network, run.tokenizer, run.validation_sources, run.validation_targets,
-                                       recipe.eval_batch_size, label_smoothing=recipe.label_smoothing,
-                                       bleu=recipe.validate_by == "bleu")
+        scores = None
+        if run.validation_sources:
+            with accelerator.autocast():
+                scores = validation_scores(network, run.tokenizer, run.validation_sources, run.validation_targets,
+                                           recipe.eval_batch_size, label_smoothing=recipe.label_smoothing,
+                                           bleu=recipe.validate_by == "bleu")
         state.elapsed = time.perf_counter() - run.started
         run.validation_seconds = time.perf_counter() - validation_started
-        append_log(run.out, {"step": state.step, **scores.log_fields(), "elapsed_s": round(state.elapsed, 1)})
-        value = scores.value(recipe.validate_by)
-        if selects("best_validation", value, state.best, recipe.validate_by):
+        fields = {} if scores is None else scores.log_fields()
+        append_log(run.out, {"step": state.step, **fields, "elapsed_s": round(state.elapsed, 1)})
+        value = None if scores is None else scores.value(recipe.validate_by)
+        if value is not None and selects("best_validation", value, state.best, recipe.validate_by, recipe.ties):
             state.best, state.best_step = value, state.step
-        if selects(recipe.select, value, state.selected, recipe.validate_by):
-            state.selected, state.selected_step, state.selected_exact_match = value, state.step, scores.exact_match
+        if value is None or selects(recipe.select, value, state.selected, recipe.validate_by, recipe.ties):
+            state.selected, state.selected_step = value, state.step
+            state.selected_exact_match = None if scores is None else scores.exact_match
             save_pretrained(run.out, network, run.tokenizer)
         save_checkpoint(run.out, network, run.optimizer, run.scheduler, state)
         run.record.update({**_selection_record(state, recipe.validate_by), "status": "running"})
@@ -297,9 +315,12 @@ def validate_and_checkpoint(run: PreparedRun) -> None:
 
 
 def finish(run: PreparedRun) -> TrainResult:
-    """Mark the run complete in `run.json` (main process) and say what it produced."""
+    """Mark the run complete in `run.json` (main process), with the selected checkpoint's exact match on its train
+    rows when the recipe's `score_train` asks, and say what it produced."""
     state = run.state
     if run.accelerator.is_main_process:
+        if run.recipe.score_train:
+            run.record["train_exact_match"] = train_exact_match(run)
         run.record.update({**_selection_record(state, run.recipe.validate_by), "status": "complete",
                            "stopped_by": run.stopped_by, "cpu_threads": torch.get_num_threads(),
                            "elapsed_s": round(state.elapsed, 1)})
@@ -307,6 +328,34 @@ def finish(run: PreparedRun) -> TrainResult:
         write_model_card(run.out, run.record, run.accelerator.unwrap_model(run.network))
     return TrainResult(run_dir=run.out, steps=state.step, selected_step=state.selected_step,
                        validation_exact_match=state.selected_exact_match, resumed_from=run.resumed_from)
+
+
+def train_exact_match(run: PreparedRun) -> float:
+    """Greedy exact match, in percent, of the checkpoint at the run folder's root (the selected one) on the rows it
+    trained on, from one teacher-forced pass per batch (`greedy_matches`), as validation scores it."""
+    network = load_model(run.out).to(run.accelerator.device)
+    with run.accelerator.autocast():
+        matches = greedy_matches(network, run.tokenizer, [row["source"] for row in run.train_rows],
+                                 [row["target"] for row in run.train_rows], batch_size=run.recipe.eval_batch_size)
+    return 100.0 * sum(matches) / len(matches)
+
+
+# Recipe keys outside a run's identity, so changing them resumes the run: the budget (`steps`, `epochs`: a longer
+# budget continues a run); what only picks the root's checkpoint (`select`, `validate_by`, `ties`: run folders from
+# before they existed resume, and `_check_selection` guards a change of rule); what happens after training
+# (`score_train`). The recipe's `architecture` is part of the identity's "architecture", `held_out` and
+# `held_out_from` of its "validation".
+_OUTSIDE_IDENTITY = ("steps", "epochs", "select", "validate_by", "ties", "held_out", "held_out_from", "score_train",
+                     "architecture")
+# Keys added to the identity after run folders existed: at their default they stay out, so those folders resume.
+_ADDED_LATER = ("eval_every_epochs",)
+
+
+def _recipe_identity(recipe: TrainingRecipe) -> dict[str, Any]:
+    """The recipe's part of a run's identity: the keys that change how it trains."""
+    defaults = {field.name: field.default for field in dataclasses.fields(TrainingRecipe)}
+    return {key: value for key, value in recipe.to_dict().items()
+            if key not in _OUTSIDE_IDENTITY and not (key in _ADDED_LATER and value == defaults[key])}
 
 
 def _selection_record(state: TrainerState, metric: str) -> dict[str, Any]:
@@ -317,13 +366,18 @@ def _selection_record(state: TrainerState, metric: str) -> dict[str, Any]:
             "best_validation_step": state.best_step, f"best_validation_{metric}": state.best}
 
 
+def _recorded_run(out: Path, overwrite: bool) -> dict[str, Any]:
+    """The `run.json` of the run `out` holds, if any, that this run would resume (not one `overwrite` replaces)."""
+    return read_run(out) if not overwrite and (out / RUN_FILE).is_file() else {}
+
+
 def _check_selection(out: Path, record: dict[str, Any], recipe: TrainingRecipe) -> None:
-    """A resumed run keeps its selection rule and what it compares: switching either midway would leave the root
-    holding a checkpoint that neither rule picks. A `run.json` without `select` predates the key and may take either
-    rule; one that validated before `validate_by` existed compared exact match, and its best scores are exact matches,
-    which another metric's scores cannot be compared with."""
+    """A resumed run keeps its selection rule, what it compares and how it breaks ties: switching midway would leave
+    the root holding a checkpoint that neither rule picks. A `run.json` without `select` (or `ties`) predates the key
+    and may take either rule; one that validated before `validate_by` existed compared exact match, and its best
+    scores are exact matches, which another metric's scores cannot be compared with."""
     validated_before_the_key = "selected_step" in record and "validate_by" not in record
-    for key, value in (("select", recipe.select), ("validate_by", recipe.validate_by)):
+    for key, value in (("select", recipe.select), ("validate_by", recipe.validate_by), ("ties", recipe.ties)):
         recorded = record.get(key, "exact_match" if key == "validate_by" and validated_before_the_key else None)
         if recorded is not None and recorded != value:
             raise BenchbuildError(f"{out} was trained with {key} = {recorded!r}, not {value!r}: resume it with "

@@ -38,9 +38,11 @@ def render_model_card(record: Mapping[str, Any], parameters: int, vocabulary: in
         row for row in entry.reported
         if reported_on(str(row["benchmark"]), benchmark["family"], benchmark["name"], benchmark["splits"])]
     header = {"library_name": "transformers", "tags": ["benchbuild", record["model"]]}
+    # The recipe's step count on this benchmark: a recipe in `epochs` has it from the train rows (`planned_steps`).
+    recipe = {**record["recipe"], "steps": record.get("recipe_steps", record["recipe"].get("steps"))}
     body = card_template("model_card.md.j2").render(
         record=record, entry=entry, architecture=architecture, parameters=parameters, vocabulary=vocabulary,
-        recipe_name=recipe_name, recipe=record["recipe"], reported=reported)
+        recipe_name=recipe_name, recipe=recipe, reported=reported)
     return f"---\n{yaml.safe_dump(header, sort_keys=False)}---\n\n{body.strip()}\n"
 
 

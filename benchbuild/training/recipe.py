@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.papers import reported_on
 from benchbuild.toml_schema import check_table, from_table
-from benchbuild.zoo.recipe import RECIPE_FAMILIES, TrainingRecipe
+from benchbuild.training.validation import rows_trained_on
+from benchbuild.zoo.recipe import RECIPE_FAMILIES, TrainingRecipe, layered
 
 # Benchmark families whose sequences are whitespace-tokenized command languages; everything else is MT.
 SCAN_LIKE_FAMILIES = frozenset({"scan"})
@@ -40,5 +43,31 @@ def resolve_recipe(recipes: Mapping[str, Mapping[str, Any]], family: str, overri
         raise BenchbuildError(f"{source} has no [recipe.{family}] table (it has: {have})")
     overrides = check_table(TrainingRecipe, overrides or {}, "the recipe overrides", complete=False,
                             noun="recipe key")
-    return from_table(TrainingRecipe, {**recipes[family], **overrides}, source, f"[recipe.{family}]",
+    return from_table(TrainingRecipe, layered(recipes[family], overrides), source, f"[recipe.{family}]",
                       noun="recipe key")
+
+
+def planned_steps(recipe: TrainingRecipe, split_rows: Mapping[str, int], validation_split: str | None = None) -> int:
+    """The step budget of a run of `recipe` on a benchmark whose splits have `split_rows` rows (validating on
+    `validation_split`, else as `train` chooses): `steps`, or, when the recipe sets `epochs`, ceil(epochs × rows
+    trained on / batch_size), the rows trained on being train's less those held out to validate on."""
+    if recipe.epochs is None:
+        return recipe.steps
+    return _epochs_in_steps(recipe.epochs, recipe, split_rows, validation_split)
+
+
+def validation_interval(recipe: TrainingRecipe, split_rows: Mapping[str, int],
+                        validation_split: str | None = None) -> int:
+    """Steps between validations: `eval_every`, or, when the recipe sets `eval_every_epochs`, ceil(eval_every_epochs ×
+    rows trained on / batch_size)."""
+    if recipe.eval_every_epochs is None:
+        return recipe.eval_every
+    return _epochs_in_steps(recipe.eval_every_epochs, recipe, split_rows, validation_split)
+
+
+def _epochs_in_steps(epochs: float, recipe: TrainingRecipe, split_rows: Mapping[str, int],
+                     validation_split: str | None) -> int:
+    rows = rows_trained_on(split_rows, validation_split, recipe.held_out, recipe.select)
+    # In exact arithmetic on the number as written: 1.1 epochs of 800 rows in batches of 16 are 55 steps, not the 56
+    # that floating point (1.1 × 800 / 16 = 55.00000000000001) would round up to.
+    return max(1, math.ceil(Fraction(str(epochs)) * rows / recipe.batch_size))

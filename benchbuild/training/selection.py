@@ -3,7 +3,7 @@ status and the report read scores by the same rule)."""
 
 from __future__ import annotations
 
-from benchbuild.zoo.recipe import Selection
+from benchbuild.zoo.recipe import Selection, Ties
 
 
 def lower_is_better(metric: str) -> bool:
@@ -11,13 +11,17 @@ def lower_is_better(metric: str) -> bool:
     return metric == "loss"
 
 
-def selects(select: Selection, value: float, selected: float | None, metric: str = "exact_match") -> bool:
+def selects(select: Selection, value: float, selected: float | None, metric: str = "exact_match",
+            ties: Ties = "latest") -> bool:
     """Whether a checkpoint just validated at `value` of `metric` replaces the one selected so far (validated at
-    `selected`): under `last` always; under `best_validation` when it is at least as good (as high, or as low for
-    the loss), so ties go to the later step."""
+    `selected`): under `last` always; under `best_validation` when it is better (higher, or lower for the loss), or
+    as good and `ties` is `latest` (a tie goes to the later step; `earliest` keeps the first step with the best
+    score)."""
     if select == "last" or selected is None:
         return True
-    return value <= selected if lower_is_better(metric) else value >= selected
+    if value == selected:
+        return ties == "latest"
+    return value < selected if lower_is_better(metric) else value > selected
 
 
 def better(metric: str, first: float, second: float) -> float:

@@ -5,7 +5,7 @@ affordable, and BLEU of beam-5 decoding where a recipe selects by it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -14,18 +14,22 @@ import torch.nn.functional as F
 from benchbuild import metrics
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo.decoding import decoding_limit, generate_predictions
+from benchbuild.zoo.recipe import HeldOutFrom, Selection
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 HELD_OUT_FRACTION = 0.1
 VALIDATION_BEAM = 5  # 000 App. A.2 and CoGnition's train.sh: fairseq's --eval-bleu-args '{"beam": 5}'
+NO_VALIDATION = "none"  # run.json's `validation` of a run that validates on nothing
 
 
 def split_validation(splits: Mapping[str, Any], validation_split: str | None, seed: int,
-                     held_out: float = HELD_OUT_FRACTION) -> tuple[list[dict], list[dict], str]:
-    """(train rows, validation rows, how validation was chosen): the named split, else `validation`, else a
-    seeded `held_out` fraction of train. A test split is never used for model selection."""
+                     held_out: float = HELD_OUT_FRACTION, *, held_out_from: HeldOutFrom = "random",
+                     select: Selection = "best_validation") -> tuple[list[dict], list[dict], str]:
+    """(train rows, validation rows, how validation was chosen): the named split, else `validation`, else, when
+    `select` compares validation scores, a `held_out` fraction of train (`held_out_rows`), else no rows at all (a
+    run under `last` then trains on all of train). A test split is never used for model selection."""
     train_rows = list(splits["train"])
     if validation_split is not None:
         if "test" in validation_split:
@@ -36,13 +40,44 @@ def split_validation(splits: Mapping[str, Any], validation_split: str | None, se
         return train_rows, list(splits[validation_split]), validation_split
     if "validation" in splits:
         return train_rows, list(splits["validation"]), "validation"
+    if not holds_out(splits, validation_split, select):
+        return train_rows, [], NO_VALIDATION
     if len(train_rows) < 2:
         raise BenchbuildError("the train split needs at least 2 rows to hold out a validation part")
-    held = max(1, round(held_out * len(train_rows)))
-    chosen = set(np.random.default_rng(seed).permutation(len(train_rows))[:held].tolist())
+    chosen = set(held_out_rows(len(train_rows), held_out, held_out_from, seed))
     kept = [row for index, row in enumerate(train_rows) if index not in chosen]
     validation = [row for index, row in enumerate(train_rows) if index in chosen]
+    if held_out_from == "end":
+        return kept, validation, f"train-last-{held_out * 100:g}%"
     return kept, validation, f"train-heldout-{held_out * 100:g}%-seed-{seed}"
+
+
+def holds_out(splits: Iterable[str], validation_split: str | None, select: Selection) -> bool:
+    """Whether a run validates on rows held out of train: when given no split to validate on, the benchmark has no
+    `validation` split, and `select` compares validation scores (`last` does not: it trains on every row)."""
+    return validation_split is None and "validation" not in splits and select != "last"
+
+
+def held_out_rows(rows: int, held_out: float, held_out_from: HeldOutFrom, seed: int) -> list[int]:
+    """The indices of the train rows held out to validate on: round(held_out × rows) of them (at least one), the last
+    ones (`end`, as 002's official code) or a draw seeded by `seed` (`random`)."""
+    held = held_out_count(rows, held_out)
+    if held_out_from == "end":
+        return list(range(rows - held, rows))
+    return sorted(np.random.default_rng(seed).permutation(rows)[:held].tolist())
+
+
+def held_out_count(rows: int, held_out: float) -> int:
+    """How many of `rows` train rows a `held_out` fraction holds out: round(held_out × rows), at least one."""
+    return max(1, round(held_out * rows))
+
+
+def rows_trained_on(split_rows: Mapping[str, int], validation_split: str | None, held_out: float,
+                    select: Selection) -> int:
+    """How many rows a run trains on, from the benchmark's rows per split: train, less those `split_validation`
+    holds out."""
+    train = split_rows["train"]
+    return train - held_out_count(train, held_out) if holds_out(split_rows, validation_split, select) else train
 
 
 @dataclass(frozen=True)
@@ -70,10 +105,10 @@ class ValidationScores:
 def validation_scores(network, tokenizer, sources: list[str], targets: list[str], batch_size: int, *,
                       label_smoothing: float = 0.0, bleu: bool = False) -> ValidationScores:
     """Exact match and loss from one teacher-forced pass (`teacher_forced`); BLEU (sacrebleu's corpus score, its
-    tokenizer chosen by `metrics.bleu`) of beam-5 decoding when `bleu`. No validation rows: exact match 0, loss
-    and BLEU 0."""
+    tokenizer chosen by `metrics.bleu`) of beam-5 decoding when `bleu`. A run without validation rows (`NO_VALIDATION`)
+    has no scores, not zeros: it does not call this."""
     if not sources:
-        return ValidationScores(0.0, 0.0, 0.0 if bleu else None)
+        raise ValueError("no validation rows to score")
     matched, token_loss, tokens = 0, 0.0, 0
     for batch in teacher_forced(network, tokenizer, sources, targets, batch_size=batch_size):
         matched += sum(batch.matches())

@@ -11,11 +11,22 @@ keys that recipe's runs change (`resolved_architecture`); `[[reported]]` the num
 the `recipe` it was made with, `paper` the ids of `benchbuild.papers`. Unknown keys anywhere are an error naming the
 file and key.
 
+`[fidelity.<recipe>]` says how faithful a recipe, as benchbuild trains it, is to the paper it comes from: `sources`
+(the paper's sections and tables, the official files it was checked against) and `[[fidelity.<recipe>.differences]]`
+rows (`what` differs, what the `paper` or its official code does, what we do: `ours`, and `why`: the reason, or "not
+yet done: ..."); a table names a recipe the entry has (its own or inherited). `benchbuild zoo --model NAME` prints
+them per recipe. A `[[reported]]` row says which statistic the paper's number is (`statistic`, `spread`,
+`spread_value`, `runs`, `min_train_exact_match`; `ReportedNumber`) and, where the paper reports another model than
+this entry builds, which (`model_reported`).
+
 A variant says `extends = "transformer"` (a catalogue name, or a `.toml` path relative to the file) and sets only
 what differs: its `[architecture]`, `[recipe.*]` and `[recipe.*.architecture]` tables are merged key by key over
 the parent's (which may itself extend another). Another paper's recipe for the parent (`[recipe.mt_001]`, a name
 with a paper id) is not inherited: that paper trained the parent, not the variant. `name`, `paper`, `summary` and
 `[[reported]]` are never inherited: they describe this model, and a parent's reported numbers are not the variant's.
+A `[fidelity.<recipe>]` table is inherited with its recipe (so not another paper's) and is never merged: a variant
+that writes its own table for a recipe replaces the parent's whole, sources and differences, for what differs from
+the paper is a statement about the model the recipe trains, and a variant that changes the model restates it.
 
 `kind = "hf"` entries build any `transformers` seq2seq model: either `path` (a local config.json or a config /
 checkpoint folder: `AutoModelForSeq2SeqLM.from_config` / `from_pretrained`) or `model_type` plus that config's
@@ -44,11 +55,11 @@ import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.toml_schema import check_keys, check_overrides, check_table, from_table, read_toml
-from benchbuild.zoo.recipe import RecipeFamily, TrainingRecipe, paper_recipe
+from benchbuild.zoo.recipe import RecipeFamily, TrainingRecipe, layered, paper_recipe
 
 CATALOGUE = Path(str(importlib.resources.files("benchbuild.zoo") / "models"))  # shipped with the package
 KINDS = ("transformer", "dangle", "syntactic_attention", "lstm_attention", "hf")
@@ -66,6 +77,7 @@ class ModelEntry:
     reported: list[dict]
     path: Path = field(default=Path("."))
     extends: str | None = None
+    fidelity: dict[str, dict] = field(default_factory=dict)  # recipe -> {"sources": [...], "differences": [...]}
 
 
 @dataclass(frozen=True)
@@ -79,13 +91,23 @@ class EntryFile:
     architecture: dict[str, Any] = field(default_factory=dict)
     recipe: dict[RecipeFamily, dict[str, Any]] = field(default_factory=dict)
     reported: list[dict[str, Any]] = field(default_factory=list)
+    fidelity: dict[RecipeFamily, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class ReportedNumber:
     """One `[[reported]]` row: a number the paper reports for this model (`table` cites it: "000 Table 3") and the
     entry's recipe that trains the model as that paper did (`recipe`, whose `select` is the paper's selection rule;
-    `train` picks it for this benchmark by default). Every row of the shipped catalogue names its recipe."""
+    `train` picks it for this benchmark by default). Every row of the shipped catalogue names its recipe.
+
+    What the number is, as the paper computed it: `statistic` over `runs` runs (`mean`, `median`, or `single`: one
+    run), with `spread` (`se`: standard error, `std`: standard deviation, `iqr`: interquartile range, `none`: not
+    given) of `spread_value`, in the unit of `value` (an exact match of 30.0 printed as "0.30 ± 0.02" has
+    `spread_value = 2.0`); `runs` absent: not recorded (the paper does not say, or not here). `min_train_exact_match`
+    (percent, as exact match values are): runs whose final train exact match does not exceed it are left out of
+    the statistic (002 App. B: "we excluded runs in which training accuracy did not get above 10%"). `model_reported`: the
+    model the paper's number belongs to when it is not the one this entry builds (`lstm_attention`'s 002 Table 1 rows
+    are Bastings et al. 2018's GRU + attention); empty when it is. `note`: whatever else the row needs said."""
 
     benchmark: str
     metric: str
@@ -93,6 +115,67 @@ class ReportedNumber:
     table: str
     note: str = ""
     recipe: str = ""
+    statistic: Literal["mean", "median", "single"] = "mean"
+    spread: Literal["se", "std", "iqr", "none"] = "none"
+    spread_value: float | None = None
+    runs: int | None = None
+    min_train_exact_match: float | None = None
+    model_reported: str = ""
+
+
+def _check_reported(row: dict, where: str, label: str) -> None:
+    """A `[[reported]]` row's statistic fields say one coherent thing; errors name `where` and the row `label`."""
+    runs, spread = row.get("runs"), row.get("spread", "none")
+    if runs is not None and runs < 1:
+        raise BenchbuildError(f"{where}: {label} runs must be at least 1; got {runs}")
+    if row.get("statistic") == "single" and (runs not in (None, 1) or spread != "none"):
+        raise BenchbuildError(f"{where}: {label} statistic 'single' is one run: runs must be 1 and spread 'none'")
+    value = row.get("spread_value")
+    if value is not None and (spread == "none" or not math.isfinite(value) or value < 0):
+        raise BenchbuildError(f"{where}: {label} spread_value needs a spread ('se', 'std' or 'iqr') and must be a "
+                              f"finite number, at least 0; got spread {spread!r}, spread_value {value!r}")
+    threshold = row.get("min_train_exact_match")
+    if threshold is not None and not 0.0 <= threshold <= 100.0:
+        raise BenchbuildError(f"{where}: {label} min_train_exact_match is a percentage (0 to 100); got {threshold!r}")
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """A `[fidelity.<recipe>]` table: where the recipe comes from (`sources`: paper sections and tables, the official
+    files it was checked against) and where it still departs from them (`[[fidelity.<recipe>.differences]]`)."""
+
+    sources: list[str]
+    differences: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One `[[fidelity.<recipe>.differences]]` row: `what` differs (a short name, unique in its table), what the
+    `paper` (or its official code) does, what benchbuild does (`ours`), and `why`: the reason, or "not yet done"."""
+
+    what: str
+    paper: str
+    ours: str
+    why: str
+
+
+def _checked_fidelity(table: Any, where: str, family: str) -> dict:
+    """A `[fidelity.<family>]` table checked (keys, types, non-empty texts, one row per `what`), as plain data."""
+    section = f"[fidelity.{family}]"
+    checked = check_table(Fidelity, table, where, section)
+    if not checked["sources"] or not all(source.strip() for source in checked["sources"]):
+        raise BenchbuildError(f"{where}: {section} sources must name at least one source, none of them empty")
+    differences = []
+    for number, row in enumerate(checked.get("differences", []), start=1):
+        label = f"[[fidelity.{family}.differences]] #{number}"
+        difference = check_table(Difference, row, where, label)
+        empty = [key for key, text in difference.items() if not text.strip()]
+        if empty:
+            raise BenchbuildError(f"{where}: {label} {empty[0]} is empty")
+        if difference["what"] in {seen["what"] for seen in differences}:
+            raise BenchbuildError(f"{where}: {label} what {difference['what']!r} is listed twice in {section}")
+        differences.append(difference)
+    return {"sources": checked["sources"], "differences": differences}
 
 
 # kind -> (module, config class, model class); imported on first use.
@@ -211,6 +294,9 @@ def _read(path: Path, extended_by: tuple[Path, ...] = ()) -> ModelEntry:
         check_table(TrainingRecipe, recipe, where, f"[recipe.{family}]", complete=False)
     reported = [check_table(ReportedNumber, row, where, f"[[reported]] #{number}")
                 for number, row in enumerate(own.get("reported", []), start=1)]
+    for number, row in enumerate(reported, start=1):
+        _check_reported(row, where, f"[[reported]] #{number}")
+    fidelity = {family: _checked_fidelity(table, where, family) for family, table in own.get("fidelity", {}).items()}
     architecture = own.get("architecture", {})
     if "extends" in own:
         parent = _read(_parent_path(own["extends"], path, extended_by), (*extended_by, path.resolve()))
@@ -218,6 +304,8 @@ def _read(path: Path, extended_by: tuple[Path, ...] = ()) -> ModelEntry:
         inherited = {family: recipe for family, recipe in parent.recipes.items() if not paper_recipe(family)}
         recipes = {family: _merged_recipe(inherited.get(family, {}), recipes.get(family, {}))
                    for family in {**inherited, **recipes}}
+        fidelity = {**{family: table for family, table in parent.fidelity.items() if family in inherited},
+                    **fidelity}
     _check_architecture(architecture, where)
     _check_hf_source(architecture, path)
     for family, recipe in recipes.items():
@@ -229,13 +317,17 @@ def _read(path: Path, extended_by: tuple[Path, ...] = ()) -> ModelEntry:
         if row.get("recipe") and row["recipe"] not in recipes:
             raise BenchbuildError(f"{where}: [[reported]] #{number} recipe {row['recipe']!r} is not a recipe of "
                                   f"this entry (it has: {', '.join(sorted(recipes)) or 'none'})")
+    for family in fidelity:
+        if family not in recipes:
+            raise BenchbuildError(f"{where}: [fidelity.{family}] is for recipe {family!r}, which this entry does not "
+                                  f"have (it has: {', '.join(sorted(recipes)) or 'none'})")
     return ModelEntry(name=own["name"], paper=own["paper"], summary=own["summary"], architecture=architecture,
-                      recipes=recipes, reported=reported, path=path, extends=own.get("extends"))
+                      recipes=recipes, reported=reported, path=path, extends=own.get("extends"), fidelity=fidelity)
 
 
 def _merged_recipe(parent: dict, own: dict) -> dict:
     """A variant's recipe table over its parent's, key by key, its `architecture` sub-table too."""
-    merged = {**parent, **own}
+    merged = layered(parent, own)
     if "architecture" in parent or "architecture" in own:
         merged["architecture"] = {**parent.get("architecture", {}), **own.get("architecture", {})}
     return merged

@@ -19,10 +19,13 @@ RecipeFamily = Literal["scan", "scan_000", "mt", "mt_001", "nounadj"]
 RECIPE_FAMILIES: tuple[str, ...] = typing.get_args(RecipeFamily)
 Schedule = Literal["constant", "inverse_sqrt"]
 Selection = Literal["best_validation", "last"]
+Ties = Literal["latest", "earliest"]
+HeldOutFrom = Literal["random", "end"]
 ValidationMetric = Literal["exact_match", "loss", "bleu"]
 
 
 _COUNTS = ("steps", "batch_size", "eval_every", "micro_batches", "length_groups", "eval_batch_size")
+_POSITIVE = ("learning_rate", "epochs", "eval_every_epochs")
 _NOT_NEGATIVE = ("warmup_steps", "weight_decay", "grad_clip")
 
 
@@ -31,9 +34,9 @@ def _out_of_range(key: str, value: Any) -> str | None:
     the key has no range. One rule for the catalogue's recipes and for command-line overrides."""
     if isinstance(value, float) and not math.isfinite(value):  # `--set learning_rate=inf` trains to NaN
         return "must be a finite number"
-    if key in _COUNTS and not value >= 1:
+    if key in _COUNTS and value is not None and not value >= 1:
         return "must be positive (at least 1)"
-    if key == "learning_rate" and not value > 0:
+    if key in _POSITIVE and value is not None and not value > 0:
         return "must be positive (greater than 0)"
     if key in _NOT_NEGATIVE and not value >= 0:
         return "must not be negative (at least 0)"
@@ -52,6 +55,16 @@ def _out_of_range(key: str, value: Any) -> str | None:
 class TrainingRecipe:
     """How to train one model on one family of benchmarks (the catalogue's `[recipe.scan]`, `[recipe.mt]`, ...).
 
+    `steps` or `epochs`: the step budget. `steps` is a fixed count of optimizer steps; `epochs`, when set, makes it
+    ceil(epochs × rows trained on / batch_size) for each benchmark's own train set (000 App. A.1: 250 epochs of each
+    SCAN split), and `steps` is then ignored (`training.recipe.planned_steps` resolves it; `train --max-steps`
+    replaces either). A recipe needs one of them; a variant's recipe or `--set` giving one drops the other
+    (`layered`).
+
+    `eval_every` or `eval_every_epochs`: how often the run validates and checkpoints, in steps, or, when
+    `eval_every_epochs` is set (it then wins over `eval_every`), every ceil(eval_every_epochs × rows trained on /
+    batch_size) steps (002's official code validates every 5 epochs). The last step always validates.
+
     `micro_batches`: each batch is sorted by length and cut into this many parts whose gradients are accumulated
     before the optimizer step. The update is the whole batch's (its mean token loss), only the padding shrinks: on
     SCAN a random batch pads every target to ~48 tokens while most are ~15. (Batches built from rows of similar
@@ -63,8 +76,13 @@ class TrainingRecipe:
     runs part by part, so more parts (less padding) cost little; 8 was fastest for SCAN batches of 256.
 
     `select`: which validated checkpoint the run folder's root holds. `best_validation` keeps the one that scores
-    best by `validate_by` (of tied ones, the later); `last` keeps the final step's, as papers that train for a fixed
-    budget report it (003 §3.2: early stopping on in-distribution validation can halve generalization accuracy).
+    best by `validate_by` (of tied ones, the one `ties` names); `last` keeps the final step's, as papers that train
+    for a fixed budget report it (003 §3.2: early stopping on in-distribution validation can halve generalization
+    accuracy). Under `last` a benchmark without a validation split holds nothing out: the run trains on every train
+    row (000 fits on all of train) and validates on nothing (run.json's `validation` is "none").
+
+    `ties`: under `best_validation`, which of the checkpoints that tie the best score the root keeps: `latest` (a
+    later tie replaces it) or `earliest` (002's official code saves only on a strictly lower validation error).
 
     `validate_by`: what `best_validation` compares. `exact_match`: greedy exact match (SCAN papers); `loss`: the
     validation loss under the training criterion (label smoothing included), as fairseq's default
@@ -72,23 +90,30 @@ class TrainingRecipe:
     as fairseq's `--eval-bleu --best-checkpoint-metric bleu` (000's IWSLT runs, CoGnition's train.sh). Every
     validation logs exact match and loss; BLEU (a decoding of the validation set) only when it selects.
 
-    `held_out`: the fraction of train held out to validate on when the benchmark has no validation split (002, after
-    Bastings et al. 2018: 20%).
+    `held_out`: the fraction of train held out to validate on when the benchmark has no validation split and the run
+    selects by validation (002, after Bastings et al. 2018: 20%). `held_out_from`: which rows: `random`, a draw seeded
+    by the run's seed, or `end`, the last rows of the train split in file order (002's official code: the last 20%).
+
+    `score_train`: after training, the root checkpoint's greedy exact match on the rows it trained on (teacher-forced,
+    as validation scores it) is recorded in run.json as `train_exact_match` (002 leaves runs under 10% train accuracy
+    out of its median).
 
     `architecture` (`[recipe.mt.architecture]`): architecture keys this recipe's runs change, merged over the entry's
     `[architecture]` (and under `train`'s architecture overrides): the papers train bigger models on MT than on SCAN,
     and bigger still on the noun-adjective Europarl split (000 App. A.2).
     """
 
-    steps: int
     batch_size: int
     learning_rate: float
+    steps: int | None = None
+    epochs: float | None = None
     schedule: Schedule = "constant"
     warmup_steps: int = 0
     label_smoothing: float = 0.0
     grad_clip: float = 1.0
     weight_decay: float = 0.0
     eval_every: int = 1000
+    eval_every_epochs: float | None = None
     bpe_vocab_size: int | None = None
     eval_batch_size: int = 256
     adam_beta1: float = 0.9
@@ -97,13 +122,19 @@ class TrainingRecipe:
     length_groups: int = 8
     select: Selection = "best_validation"
     validate_by: ValidationMetric = "exact_match"
+    ties: Ties = "latest"
     held_out: float = 0.1
+    held_out_from: HeldOutFrom = "random"
+    score_train: bool = False
     architecture: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for key, value in vars(self).items():
             if (allowed := _out_of_range(key, value)) is not None:
                 raise BenchbuildError(f"recipe key {key!r} {allowed}; got {value!r}")
+        if self.steps is None and self.epochs is None:
+            raise BenchbuildError("the recipe gives no step budget: set `steps` (optimizer steps) or `epochs` "
+                                  "(passes over the train rows)")
 
     @classmethod
     def checked_overrides(cls, overrides: Mapping[str, Any], option: str) -> dict[str, Any]:
@@ -129,6 +160,20 @@ class TrainingRecipe:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# Keys that say one thing two ways (a budget in steps or in epochs, a validation interval in steps or in epochs): a
+# table laid over another (a variant's recipe over its parent's, `--set` over the catalogue's) that gives one of a
+# pair replaces the other, so `--set steps=500` on a recipe of `epochs` trains 500 steps.
+ALTERNATIVES = (("steps", "epochs"), ("eval_every", "eval_every_epochs"))
+
+
+def layered(below: Mapping[str, Any], above: Mapping[str, Any]) -> dict[str, Any]:
+    """`above`'s recipe keys over `below`'s, key by key, where a key of `ALTERNATIVES` in `above` drops its partner
+    from `below` (unless `above` gives both)."""
+    dropped = {partner for pair in ALTERNATIVES for key, partner in (pair, pair[::-1])
+               if key in above and partner not in above}
+    return {**{key: value for key, value in below.items() if key not in dropped}, **above}
 
 
 def paper_recipe(name: str) -> bool:

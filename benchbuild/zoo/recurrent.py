@@ -8,12 +8,21 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from transformers import initialization as init
 
 
+def packed_lstm(lstm: nn.LSTM, inputs: torch.Tensor,
+                mask: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """Run a batch-first `lstm` over right-padded `inputs` (B, L, ·) as packed sequences, so that no row reads its
+    padding: the outputs (B, L, directions·H), zero at padded positions, and the final (h_n, c_n) of each row's
+    real end (layers·directions, B, H)."""
+    lengths = mask.sum(1).clamp(min=1).cpu()
+    packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
+    output, final = lstm(packed)
+    output, _ = pad_packed_sequence(output, batch_first=True, total_length=inputs.size(1))
+    return output, final
+
+
 def bidirectional_states(lstm: nn.LSTM, embedded: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Forward and backward states (B, L, H) each of a bidirectional `lstm`; zero at padded positions."""
-    lengths = mask.sum(1).clamp(min=1).cpu()
-    packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
-    output, _ = lstm(packed)
-    output, _ = pad_packed_sequence(output, batch_first=True, total_length=embedded.size(1))
+    output, _ = packed_lstm(lstm, embedded, mask)
     return output.chunk(2, dim=-1)
 
 
@@ -21,29 +30,6 @@ def dot_attention(query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor) -
     """Weights α (B, L) of softmax(query · key_j) over the unmasked positions j."""
     scores = torch.einsum("bd,bld->bl", query, keys)
     return scores.masked_fill(~mask.bool(), float("-inf")).softmax(-1)
-
-
-def reverse_padded(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Each row's real positions in reverse order, padding left where it was (B, L, ...)."""
-    lengths = mask.sum(1, keepdim=True)
-    positions = torch.arange(x.size(1), device=x.device)[None, :]
-    index = torch.where(positions < lengths, lengths - 1 - positions, positions)
-    return x.gather(1, index[..., None].expand_as(x))
-
-
-def separate_directions(forward_lstm: nn.LSTM, backward_lstm: nn.LSTM, embedded: torch.Tensor,
-                        mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """States of two unidirectional stacks, one reading left to right and one right to left, never mixed."""
-    lengths = mask.sum(1).clamp(min=1).cpu()
-
-    def run(lstm: nn.LSTM, inputs: torch.Tensor) -> torch.Tensor:
-        packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
-        output, _ = lstm(packed)
-        return pad_packed_sequence(output, batch_first=True, total_length=inputs.size(1))[0]
-
-    forward = run(forward_lstm, embedded)
-    backward = reverse_padded(run(backward_lstm, reverse_padded(embedded, mask)), mask)
-    return forward, backward * mask[..., None].to(backward.dtype)
 
 
 def init_recurrent_model(module: nn.Module) -> None:

@@ -69,9 +69,9 @@ def test_report_command_writes_markdown_and_csv(runs, tmp_path):
     result = CliRunner().invoke(app, ["report", *map(str, runs), "--out", str(tmp_path / "out" / "table")])
     assert result.exit_code == 0, result.output
     markdown = (tmp_path / "out" / "table.md").read_text()
-    assert "| tiny_transformer | scan/addprim_jump | test | exact_match | 2 (0, 1) | 4.00 ± 2.00 | 3 | 000 Table 3 |" \
-        in markdown
-    assert "| tiny_transformer | scan/simple | test | exact_match | 1 (0) | 99.00 |  |  |" in markdown
+    assert ("| tiny_transformer | scan/addprim_jump | test | exact_match | 2 (0, 1) | 4.00 ± 2.00 | "
+            "4.00: mean of 2 runs | 3 | mean (runs not recorded) | 000 Table 3 |") in markdown
+    assert "| tiny_transformer | scan/simple | test | exact_match | 1 (0) | 99.00 |  |  |  |  |" in markdown
     assert markdown.splitlines()[0] in result.output
     with open(tmp_path / "out" / "table.csv", newline="") as handle:
         table = list(csv.DictReader(handle))

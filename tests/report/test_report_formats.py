@@ -28,20 +28,23 @@ def unescape(latex: str) -> str:
     return latex.replace("\\_", "_")
 
 
-def latex_cells(text: str) -> dict[tuple[str, str, str, str], tuple[float, float | None]]:
-    """(model, benchmark, split, metric name) -> (mean, standard error) of every "Ours" cell of the table."""
+def latex_cells(text: str, label: str = "Ours") -> dict[tuple[str, str, str, str], tuple[float, float | None]]:
+    """(model, benchmark, split, metric name) -> (number, its ± part) of every cell under sub-heading `label` ("Ours":
+    mean and standard error; "As paper": the paper's statistic and its spread) of the table."""
     lines = text.splitlines()
     top = lines.index("\\toprule")
-    groups = []
+    groups, metrics = [], []  # per table column after the model's
     for width, benchmark, split in re.findall(r"\\multicolumn\{(\d+)\}\{c\}\{(.*?) \((.*?)\)\}", lines[top + 1]):
-        groups += [(unescape(benchmark), unescape(split))] * (int(width) // 2)
-    metrics = re.findall(r"\\multicolumn\{2\}\{c\}\{(.*?)\}", lines[top + 2])
+        groups += [(unescape(benchmark), unescape(split))] * int(width)
+    for width, metric in re.findall(r"\\multicolumn\{(\d+)\}\{c\}\{(.*?)\}", lines[top + 2]):
+        metrics += [metric] * int(width)
+    labels = lines[top + 4].removesuffix(" \\\\").split(" & ")[1:]
     cells = {}
     for line in lines[lines.index("\\midrule") + 1:lines.index("\\bottomrule")]:
         parts = [part.strip() for part in line.removesuffix("\\\\").split(" & ")]
         for index, (benchmark, split) in enumerate(groups):
-            found = re.fullmatch(r"\$(-?[\d.]+)(?: \\pm ([\d.]+))?\$", parts[1 + 2 * index])
-            if found:
+            found = re.fullmatch(r"\$(-?[\d.]+)(?: \\pm ([\d.]+))?\$(?:\\textsuperscript\{[\d,]+\})?", parts[1 + index])
+            if labels[index] == label and found:
                 cells[(unescape(parts[0]), benchmark, split, metrics[index])] = (
                     float(found.group(1)), None if found.group(2) is None else float(found.group(2)))
     return cells
@@ -80,6 +83,12 @@ def test_the_latex_table_holds_the_csv_numbers_at_two_decimals(full_report):
             assert error is None, key
     # The headline numbers are all there: exact match on SCAN, BLEU on ReaCT, BLEU and COMP (reported) on nounadj.
     assert {key[2:] for key in cells} >= {("test", "exact match"), ("cg_test", "BLEU"), ("test", "COMP")}
+    # Beside each paper number, ours by the paper's statistic (the catalogue's default: a mean, no spread).
+    as_paper = latex_cells(prefix.with_suffix(".tex").read_text(encoding="utf-8"), "As paper")
+    assert set(as_paper) == {key for key, row in table.items() if row["paper"] and key in cells}
+    for key, (value, spread) in as_paper.items():
+        assert value == pytest.approx(float(table[key]["ours_by_paper_statistic"]), abs=0.005 + 1e-9), key
+        assert spread is None and table[key]["ours_statistic"].startswith("mean of "), key
 
 
 def test_the_latex_table_puts_the_papers_number_beside_ours_with_its_table(full_report):

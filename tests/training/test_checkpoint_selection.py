@@ -68,18 +68,19 @@ def test_scan_recipes_of_fixed_budget_papers_keep_the_last_step_and_mt_recipes_t
 
 
 def test_train_with_select_last_leaves_the_final_checkpoint_at_the_root(tiny_scan, tiny_model, tmp_path):
+    # tiny_scan has no validation split: under `last` nothing is held out, so nothing validates.
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--data", str(tiny_scan), "--out",
                                       str(run_dir), "--device", "cpu", "--max-steps", "15", "--set", "select=last",
                                       "--set", "eval_every=5"])
     assert result.exit_code == 0, result.output
     assert "selected step 15" in result.output
-    assert sorted(validations(run_dir)) == [5, 10, 15]  # validation still runs and is logged
+    assert validations(run_dir) == {}
     assert root_weights(run_dir) == checkpoint_weights(run_dir, 15)
     run = json.loads((run_dir / "run.json").read_text())
     assert run["select"] == "last" and run["selected_step"] == 15
-    assert run["validation_exact_match"] == validations(run_dir)[15]
-    assert run["best_validation_exact_match"] == max(validations(run_dir).values())
+    assert (run["validation"], run["validation_rows"], run["train_rows"]) == ("none", 0, 120)
+    assert run["validation_exact_match"] is None and run["best_validation_exact_match"] is None
 
 
 # A benchmark whose validation exact match moves: train says "go" is "A" in one row and "B" in the other, validation
@@ -133,9 +134,11 @@ def test_last_keeps_the_final_step_though_an_earlier_one_scored_higher(swinging_
     assert run["validation_exact_match"] == scores[SWINGING_STEPS] < run["best_validation_exact_match"]
 
 
-def test_a_run_folder_from_before_select_resumes_under_the_recipes_rule(tiny_scan, tiny_model, tmp_path):
+def test_a_run_folder_from_before_select_resumes_under_the_recipes_rule(swinging_scores, tiny_model, tmp_path):
+    # A benchmark with a validation split: under `last` as under `best_validation` the run validates on it.
     run_dir = tmp_path / "run"
-    train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=10, overrides={"eval_every": 5})
+    train(tiny_model, swinging_scores, run_dir, device="cpu", progress=False, max_steps=10,
+          overrides={"eval_every": 5})
     # Make it look like a run of an earlier benchbuild: no `select` in run.json or in the trainer state.
     run = json.loads((run_dir / "run.json").read_text())
     del run["select"], run["recipe"]["select"]
@@ -145,7 +148,7 @@ def test_a_run_folder_from_before_select_resumes_under_the_recipes_rule(tiny_sca
     del state["selected"], state["selected_step"]
     torch.save(state, state_file)
 
-    result = train(tiny_model, tiny_scan, run_dir, device="cpu", progress=False, max_steps=15,
+    result = train(tiny_model, swinging_scores, run_dir, device="cpu", progress=False, max_steps=15,
                    overrides={"eval_every": 5, "select": "last"})
     assert result.resumed_from == 10 and result.selected_step == 15
     assert root_weights(run_dir) == checkpoint_weights(run_dir, 15)

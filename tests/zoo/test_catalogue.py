@@ -10,9 +10,11 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.training.recipe import resolve_recipe
 from benchbuild.zoo import build_model, list_entries, load_entry, register
 
-# What every recipe states itself rather than leaving to TrainingRecipe's defaults: the numbers papers fix.
-STATED_RECIPE_KEYS = {"steps", "batch_size", "learning_rate", "schedule", "warmup_steps", "label_smoothing",
-                      "grad_clip", "weight_decay", "eval_every"}
+# What every recipe states itself rather than leaving to TrainingRecipe's defaults: the numbers papers fix (its
+# budget and validation interval in steps or in epochs: `ONE_OF`).
+STATED_RECIPE_KEYS = {"batch_size", "learning_rate", "schedule", "warmup_steps", "label_smoothing", "grad_clip",
+                      "weight_decay"}
+ONE_OF = ({"steps", "epochs"}, {"eval_every", "eval_every_epochs"})
 ISSUE_MODELS = {"transformer", "transformer_ped", "transformer_noscale", "universal_transformer",
                 "relative_transformer", "relative_universal_transformer", "sag", "sag_conv", "sag_fixed_span",
                 "sag_t5", "fusion", "dangle", "rdangle_shr", "rdangle_sep", "syntactic_attention", "lstm_attention",
@@ -34,6 +36,7 @@ def test_every_entry_has_a_complete_scan_and_mt_recipe():
         for name, recipe in entry.recipes.items():
             scan = name.startswith("scan")
             assert STATED_RECIPE_KEYS | (set() if scan else {"bpe_vocab_size"}) <= set(recipe), (entry.name, name)
+            assert all(keys & set(recipe) for keys in ONE_OF), (entry.name, name)
             assert resolve_recipe(entry.recipes, name).tokenizer_kind == ("word" if scan else "bpe"), entry.name
 
 
@@ -44,8 +47,9 @@ def test_a_variant_merges_its_tables_over_its_parents_key_by_key():
     assert ped.recipes == {name: recipe for name, recipe in transformer.recipes.items()
                            if name in ("scan", "mt", "nounadj")}  # another paper's recipe is not inherited
     sag, sag_t5 = load_entry("sag"), load_entry("sag_t5")
-    assert sag.recipes["scan"] == {**transformer.recipes["scan"], "steps": 14500, "learning_rate": 5e-4,
-                                   "eval_every": 500}
+    parent = {key: value for key, value in transformer.recipes["scan"].items() if key != "steps"}
+    assert sag.recipes["scan"] == {**parent, "epochs": 250, "learning_rate": 5e-4, "eval_every": 500,
+                                   "grad_clip": 1.0}  # 000's budget in epochs replaces 003's steps; its clip 1.0
     mt = transformer.recipes["mt"]
     assert sag.recipes["mt"] == {**mt, "architecture": {**mt["architecture"], "decoder_self_attention_gate": 1.0}}
     assert sag_t5.architecture == {**sag.architecture, "position": "t5_bias", "span": 4}  # two levels deep
@@ -56,7 +60,9 @@ def test_a_variant_merges_its_tables_over_its_parents_key_by_key():
 def test_a_variant_keeps_its_own_name_paper_summary_and_reported_numbers():
     transformer, ped = load_entry("transformer"), load_entry("transformer_ped")
     assert (ped.name, ped.paper) == ("transformer_ped", "003") and ped.summary != transformer.summary
-    assert [row["table"] for row in ped.reported] == ["003 Table 7"]  # not the parent's seven rows
+    # its own rows (003 Table 7 at cutoff 26, Table 1's Trafo row at every cutoff), not the parent's
+    assert [row["table"] for row in ped.reported] == ["003 Table 7"] + ["003 Table 1"] * 11
+    assert not {row["table"] for row in transformer.reported} & {"003 Table 1", "003 Table 7"}
 
 
 def test_a_file_outside_the_catalogue_extends_an_entry_or_a_file_beside_it(tmp_path):
@@ -103,7 +109,8 @@ def test_paper_entries_carry_the_numbers_their_paper_reports():
     transformer = load_entry("transformer")
     jump = [r for r in transformer.reported if r["benchmark"] == "scan/addprim_jump"]
     assert jump == [{"benchmark": "scan/addprim_jump", "recipe": "scan_000", "metric": "exact_match", "value": 3.4,
-                     "table": "000 Table 3", "note": jump[0]["note"]}]
+                     "table": "000 Table 3", "statistic": "mean", "runs": 3, "spread": "se", "spread_value": 2.0,
+                     "note": jump[0]["note"]}]  # 000 Table 3: 3.4 ± 2.0, 1 SEM over seeds {0, 1, 2}
     assert {r["value"] for r in load_entry("sag_t5").reported if r["benchmark"] == "scan/addprim_jump"} == {43.0}
     for entry in list_entries():
         if entry.name != "hf":
@@ -120,7 +127,7 @@ def test_load_entry_reads_a_toml_path(tmp_path):
 @pytest.mark.parametrize("edit, key", [
     (("[architecture]", "colour = 1\n[architecture]"), "colour"),
     (("kind = \"transformer\"", "kind = \"transformer\"\nrotary = true"), "rotary"),
-    (("steps = 50000", "steps = 50000\nepochs = 3"), "epochs"),
+    (("steps = 50000", "steps = 50000\nmax_epochs = 3"), "max_epochs"),
     (("table = \"000 Table 3\"", "table = \"000 Table 3\"\nseeds = 5"), "seeds"),
 ])
 def test_unknown_keys_are_an_error_naming_the_key(tmp_path, edit, key):
@@ -224,3 +231,17 @@ def test_an_unknown_key_in_a_recipe_architecture_is_an_error_naming_it(tmp_path)
     path.write_text(load_entry("transformer").path.read_text().replace("d_ff = 1024\n", "d_ff = 1024\ncolour = 1\n", 1))
     with pytest.raises(BenchbuildError, match=r"\[recipe.mt.architecture\].*unknown key 'colour'"):
         load_entry(path)
+
+
+def test_a_budget_given_in_epochs_replaces_one_in_steps_and_back():
+    """A table over another that gives a budget (or a validation interval) one way drops the other way: `--set
+    steps=500` on 000's recipe of 250 epochs trains 500 steps; a variant's `epochs` replaces its parent's `steps`."""
+    sag = load_entry("sag")
+    assert resolve_recipe(sag.recipes, "scan").steps is None and resolve_recipe(sag.recipes, "scan").epochs == 250
+    stepped = resolve_recipe(sag.recipes, "scan", {"steps": 500})
+    assert (stepped.steps, stepped.epochs) == (500, None)
+    syntactic = load_entry("syntactic_attention")
+    every = resolve_recipe(syntactic.recipes, "scan", {"eval_every": 100})
+    assert (every.eval_every, every.eval_every_epochs) == (100, None)
+    both = resolve_recipe(sag.recipes, "scan", {"steps": 500, "epochs": 2})
+    assert (both.steps, both.epochs) == (500, 2)

@@ -80,7 +80,8 @@ SETUPS = (
                dict(d_model=512, d_ff=1024, num_heads=4, encoder_layers=6, decoder_layers=6, fuse_attention=True),
                dict(learning_rate=5e-4, warmup_steps=4000, steps=100000, adam_beta1=0.9, adam_beta2=0.98)),
     PaperSetup("002 §3.2 + App. B (encoder LSTM 2 layers x 200 units, decoder 1 layer x 400, m_j of 120, dropout "
-               "0.5; Adam lr 1e-3, batch 1, 200k iterations); as the official code has them: x_hidden_dim 200, n_layers 1",
+               "0.5; Adam lr 1e-3, batch 1, 200k iterations), as the official train_test.py sets them: x_hidden_dim "
+               "200, n_layers 1",
                "002", ("scan/",), frozenset({"syntactic_attention"}),
                dict(d_semantic=120, hidden_size=200, num_layers=1, dropout=0.5),
                dict(learning_rate=1e-3, batch_size=1, steps=200000, select="best_validation")),

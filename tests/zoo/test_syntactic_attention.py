@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from benchbuild.zoo import load_entry
-from tiny_zoo import PAD, tiny_model
+from tiny_zoo import BOS, PAD, tiny_model
 
 VOCAB = 30
 
@@ -16,35 +16,56 @@ def streams(model, ids):
     return encoding.translation, encoding.last_hidden_state
 
 
+def role_inputs(model, ids):
+    """biLSTM₂'s input h̃ for `ids` wrapped in <s> ... as `encode` wraps them."""
+    with torch.no_grad():
+        return model.role_inputs(*model.with_start_token(ids, ids.ne(PAD).long()))
+
+
+def test_encode_reads_the_source_behind_a_start_token():
+    model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
+    translation, alignment = streams(model, torch.tensor([[5, 6, 7]]))
+    assert translation.shape[1] == alignment.shape[1] == 4
+    torch.testing.assert_close(translation[0, 0], model.translation_embedding.weight[BOS])
+
+
 def test_translation_stream_of_token_j_is_unchanged_when_other_tokens_change():
     model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
     ids = torch.tensor([[5, 6, 7, 8, 9]])
     others = torch.tensor([[11, 12, 7, 14, 15]])  # token 2 kept, every other token changed
     translation, alignment = streams(model, ids)
     translation_changed, alignment_changed = streams(model, others)
-    torch.testing.assert_close(translation_changed[0, 2], translation[0, 2])
-    torch.testing.assert_close(translation[0, 2], model.translation_embedding.weight[7])
-    assert not torch.allclose(alignment_changed[0, 2], alignment[0, 2])
+    torch.testing.assert_close(translation_changed[0, 3], translation[0, 3])  # position 3 behind <s>
+    torch.testing.assert_close(translation[0, 3], model.translation_embedding.weight[7])
+    assert not torch.allclose(alignment_changed[0, 3], alignment[0, 3])
 
 
-def test_alignment_state_of_token_j_comes_from_its_neighbours_only():
+def test_first_alignment_layer_gives_token_j_the_context_of_its_neighbours_only():
     model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
     ids = torch.tensor([[5, 6, 7, 8, 9]])
     swapped = ids.clone()
-    swapped[0, 2] = 20  # h_2 = [fwd h_1; bwd h_3] does not read x_2
-    _, alignment = streams(model, ids)
-    _, alignment_swapped = streams(model, swapped)
-    torch.testing.assert_close(alignment_swapped[0, 2], alignment[0, 2])
-    assert not torch.allclose(alignment_swapped[0, 1], alignment[0, 1])
+    swapped[0, 2] = 20  # h̃ at x_2 = [fwd h¹ of x_1; bwd h¹ of x_3] does not read x_2
+    roles, roles_swapped = role_inputs(model, ids), role_inputs(model, swapped)
+    torch.testing.assert_close(roles_swapped[0, 3], roles[0, 3])
+    assert not torch.allclose(roles_swapped[0, 2], roles[0, 2])
+    assert not torch.allclose(roles_swapped[0, 4], roles[0, 4])
 
 
-def test_alignment_stream_is_zero_beyond_the_ends_and_ignores_padding():
+def test_start_and_end_roles_replace_the_context_at_each_rows_first_and_last_token():
     model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
-    hidden = model.config.hidden_size
+    roles = role_inputs(model, torch.tensor([[5, 6, 7, 8], [5, 6, PAD, PAD]]))
+    for row, last in ((0, 4), (1, 2)):
+        torch.testing.assert_close(roles[row, 0], model.start_role.weight[0])
+        torch.testing.assert_close(roles[row, last], model.end_role.weight[0])
+    assert not torch.allclose(roles[0, 2], model.end_role.weight[0])
+
+
+def test_alignment_stream_ignores_padding():
+    model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
     _, alignment = streams(model, torch.tensor([[5, 6, 7]]))
     _, padded = streams(model, torch.tensor([[5, 6, 7, PAD, PAD]]))
-    assert torch.all(alignment[0, 0, :hidden] == 0) and torch.all(alignment[0, -1, hidden:] == 0)
-    torch.testing.assert_close(padded[:, :3], alignment)
+    torch.testing.assert_close(padded[:, :4], alignment)
+    assert torch.all(padded[:, 4:] == 0)
 
 
 def test_prediction_reads_the_translation_stream_only_through_attention():
@@ -53,10 +74,10 @@ def test_prediction_reads_the_translation_stream_only_through_attention():
     decoder_ids = torch.tensor([[1, 9]])
     with torch.no_grad():
         encoding = model.encode(ids, ids.ne(PAD).long())
-        logits = model.decode(decoder_ids, encoding, ids.ne(PAD))
+        logits = model.decode(decoder_ids, encoding)
         # with every m_j the same vector, d_i is that vector whatever the attention: logits are f(m)
         encoding.translation = encoding.translation[:, :1].expand_as(encoding.translation).clone()
-        flat = model.decode(decoder_ids, encoding, ids.ne(PAD))
+        flat = model.decode(decoder_ids, encoding)
     expected = model.output(encoding.translation[0, 0])
     torch.testing.assert_close(flat[0, 0], expected)
     torch.testing.assert_close(flat[0, 1], expected)

@@ -31,7 +31,10 @@ def test_decoder_output_at_step_t_ignores_later_target_tokens(entry, scan_rows):
         before = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_ids).logits
         after = model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=changed).logits
     torch.testing.assert_close(before[:, :3], after[:, :3])
-    assert not torch.allclose(before[:, 3:], after[:, 3:])
+    if entry.architecture["kind"] == "syntactic_attention":  # 002 Eq. 3: its decoder reads no target word at all
+        torch.testing.assert_close(before, after)
+    else:
+        assert not torch.allclose(before[:, 3:], after[:, 3:])
 
 
 @BY_NAME
