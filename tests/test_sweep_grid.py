@@ -274,3 +274,16 @@ def _product(shape) -> int:
     for size in shape:
         count *= size
     return count
+
+
+@pytest.mark.slow
+def test_the_status_table_names_each_runs_configuration(grid_sweep):
+    cwd, _ = grid_sweep
+    import os
+
+    status = subprocess.run([sys.executable, "-m", "benchbuild", "sweep", GRID_SWEEP, "--status"], cwd=cwd,
+                            capture_output=True, text=True, env={**os.environ, "COLUMNS": "250"})
+    assert status.returncode == 0, status.stderr
+    for label in ("dropout-0.0", "dropout-0.9", "decoder_layers-0_encoder_layers-0",
+                  "decoder_layers-1_encoder_layers-1"):
+        assert sum(label in line and " done " in line for line in status.stdout.splitlines()) == 2, label  # 2 seeds

@@ -89,7 +89,8 @@ def _log(folder: Path) -> list[dict[str, Any]]:
 
 
 def status_table(states: list[RunState], title: str):
-    """A rich Table of the runs: model, benchmark, seed, state, step/budget, best validation, test metric, ETA."""
+    """A rich Table of the runs: model (and its grid configuration), benchmark, seed, state, step/budget, best
+    validation, test metric, ETA."""
     from rich.table import Table
 
     table = Table(title=title)
@@ -101,7 +102,8 @@ def status_table(states: list[RunState], title: str):
         validation = _number(state.best_validation)
         if validation and state.validated_by != "exact_match":  # exact match, in percent, goes without a name
             validation = f"{_METRIC_NAMES.get(state.validated_by, state.validated_by)} {validation}"
-        table.add_row(state.spec.model, state.spec.benchmark, str(state.spec.seed), state.state, step,
+        model = f"{state.spec.model} {state.spec.configuration}" if state.spec.configuration else state.spec.model
+        table.add_row(model, state.spec.benchmark, str(state.spec.seed), state.state, step,
                       validation, _number(state.metric),
                       "" if state.eta_s is None else _duration(state.eta_s))
     counts = {name: sum(s.state == name for s in states) for name in ("done", "trained", "partial", "pending", "failed")}
