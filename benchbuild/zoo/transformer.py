@@ -362,7 +362,13 @@ class Attention(nn.Module):
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
         """Heads (B, H, Lq, d_head) attend over (B, H, Lk, d_head) with this layer's position terms and `key_mask`
-        (B, Lk); the heads' outputs concatenated, (B, Lq, d)."""
+        (B, Lk); the heads' outputs concatenated, (B, Lq, d).
+
+        000 Eq. 3: α_ij = q_i · k_j / √d + b_ij, the bias b_ij added to the scaled logits (000: "additive attention
+        masks" on fairseq's Transformer). "fixed_span": b_ij = 0 for |i - j| <= s, -inf beyond (`window`); "t5_bias":
+        b_ij = B[h, clamp(i - j, -s, s) + s], one learned (2s + 1)-vector per head and layer, initialised at 0 (000 §3,
+        "T5 attention": distances beyond s share b_{±s}; (2s + 1) × n_l × n_h parameters). Both act in encoder and
+        decoder self-attention only, never in cross-attention, and keep the absolute positions."""
         bias = None
         if self.position in ("t5_bias", "relative"):
             distance = distances(q.size(2), k.size(2), q.device)
@@ -422,7 +428,9 @@ class Convolution(nn.Module):
 
 
 class SelfAttentionGate(nn.Module):
-    """σ(β) times the self-attention output, β a learned scalar initialised at β₀ (000 Alg. 1, line 4)."""
+    """σ(β) times the self-attention output, β a learned scalar initialised at β₀ (000 Alg. 1, line 4:
+    x ← self_attn(x); x ← x · σ(β); x ← layer_norm(res + dropout(x)): `Layer._mix` gates, `_sublayer` adds and
+    normalises). One per encoder and decoder layer, on self-attention only."""
 
     def __init__(self, beta0: float):
         super().__init__()
