@@ -216,3 +216,11 @@ def test_readme_fidelity_section_names_every_difference_of_the_scan_entries():
     assert not missing, f"README's Fidelity section does not name: {sorted(missing)}"
     for entry, _, _ in scan_tables():
         assert set(cited_ids(entry.paper)) & {"000", "002", "003"}, entry.name
+
+
+def test_every_scan_recipe_of_every_entry_names_its_sources():
+    """`benchbuild zoo --model M` has something to say for every SCAN recipe: a paper's, or why there is none (a model
+    no paper trains on SCAN: benchbuild's recipe, and whose it copies)."""
+    missing = [(entry.name, recipe) for entry in list_entries() for recipe in entry.recipes
+               if recipe.startswith("scan") and not entry.fidelity.get(recipe, {}).get("sources")]
+    assert missing == []
