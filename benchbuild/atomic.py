@@ -62,14 +62,13 @@ def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
     remove_abandoned(path)
     tmp = _temporary_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    handle = os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
-    try:
-        with handle:
+    try:  # the rename inside too: a Ctrl-C between the write and the rename leaves no temporary file behind
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
             yield handle
+        os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    os.replace(tmp, path)
 
 
 def write_file(path: str | Path, content: str | bytes) -> None:
