@@ -180,11 +180,26 @@ def read_build_info(folder: str | Path) -> BuildInfo:
     and saying to rebuild the folder."""
     path = Path(folder) / "build.json"
     if not path.is_file():
+        inside = _benchmarks_inside(Path(folder))
+        if inside:
+            shown = ", ".join(str(Path(folder) / name) for name in inside[:3])
+            more = f" and {len(inside) - 3} more" if len(inside) > 3 else ""
+            raise FileNotFoundError(f"{folder} is a folder of {len(inside)} benchmark"
+                                    f"{'s' if len(inside) > 1 else ''}, not one benchmark: give one of them, e.g. "
+                                    f"{shown}{more}")
         raise FileNotFoundError(f"{folder} is not a benchbuild benchmark: {path} is missing")
     try:
         return BuildInfo.from_json(path.read_text(encoding="utf-8", errors="replace"), str(path))
     except BenchbuildError as error:
         raise BenchbuildError(f"{error}: the benchmark's build record is damaged; {_rebuild(Path(folder))}") from None
+
+
+def _benchmarks_inside(folder: Path) -> list[str]:
+    """The names of the benchmark folders (with a `build.json`) directly inside `folder`, sorted: `build-scan --out`
+    writes one per splitting under its folder."""
+    if not folder.is_dir():
+        return []
+    return sorted(entry.name for entry in folder.iterdir() if (entry / "build.json").is_file())
 
 
 # Every split of a benchmark holds these text columns (train, eval, score and stats read them).

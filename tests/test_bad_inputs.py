@@ -245,3 +245,16 @@ def test_noun_adj_sets_aside_a_pair_longer_than_the_parser_takes_and_counts_it_i
     rows = load_splits(tmp_path / "out")
     assert "nounadj-3" not in [*rows["train"]["id"], *rows["validation"]["id"], *rows["test"]["id"]]
     assert "nounadj-4" in rows["test"]["id"]  # the corpus around it is still built
+
+
+def test_a_folder_of_benchmarks_given_as_one_names_the_benchmarks_inside_it(tmp_path):
+    """`--data out/scan` (build-scan's parent folder) instead of `out/scan/simple`: say what the folder is and name the
+    benchmarks in it, not only that build.json is missing."""
+    parent = tmp_path / "scan"
+    for name in ("alpha", "beta", "gamma", "delta"):
+        _benchmark(parent / name)
+    (parent / "notes").mkdir()  # not a benchmark: not named
+    result = benchbuild("train", "--model", "transformer", "--data", parent, "--out", tmp_path / "run")
+    refused(result, f"{parent} is a folder of 4 benchmarks, not one benchmark: give one of them, e.g. "
+                    f"{parent / 'alpha'}, {parent / 'beta'}, {parent / 'delta'} and 1 more")
+    assert not (tmp_path / "run").exists()

@@ -6,7 +6,7 @@ import math
 from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
-from benchbuild.errors import BenchbuildError
+from benchbuild.errors import BenchbuildError, did_you_mean
 from benchbuild.papers import reported_on
 from benchbuild.toml_schema import check_table, from_table
 from benchbuild.training.validation import rows_trained_on
@@ -37,7 +37,8 @@ def resolve_recipe(recipes: Mapping[str, Mapping[str, Any]], family: str, overri
                    *, source: str = "the catalogue entry") -> TrainingRecipe:
     """The typed recipe `recipes[family]` with `overrides` applied; unknown keys are an error naming the key."""
     if family not in RECIPE_FAMILIES:
-        raise BenchbuildError(f"unknown recipe {family!r}: choose one of {', '.join(RECIPE_FAMILIES)}")
+        raise BenchbuildError(f"unknown recipe {family!r}: {did_you_mean(family, RECIPE_FAMILIES)}(recipes: "
+                              f"{', '.join(RECIPE_FAMILIES)})")
     if family not in recipes:
         have = ", ".join(sorted(recipes)) or "none"
         raise BenchbuildError(f"{source} has no [recipe.{family}] table (it has: {have})")

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from benchbuild.errors import BenchbuildError
+from benchbuild.errors import BenchbuildError, did_you_mean
 from benchbuild.toml_schema import check_keys, check_overrides, check_table, from_table, read_toml
 from benchbuild.zoo.recipe import RecipeFamily, TrainingRecipe, layered, paper_recipe
 
@@ -367,7 +367,9 @@ def load_entry(name_or_path: str | Path) -> ModelEntry:
         return _read(candidate)
     path = CATALOGUE / f"{name_or_path}.toml"
     if not path.is_file():
-        raise BenchbuildError(f"unknown model {str(name_or_path)!r} (catalogue: {_names()})")
+        names = sorted(path.stem for path in CATALOGUE.glob("*.toml"))
+        raise BenchbuildError(f"unknown model {str(name_or_path)!r}: {did_you_mean(str(name_or_path), names)}"
+                              f"(catalogue: {', '.join(names)}; `benchbuild zoo` describes them)")
     return _read(path)
 
 

@@ -41,3 +41,8 @@ def test_recipe_family_defaults_from_the_benchmark_family():
     assert recipe_family_for("scan") == "scan"
     assert recipe_family_for("nounadj") == "mt"
     assert recipe_family_for("react") == "mt"
+
+
+def test_a_misspelt_recipe_name_gets_the_nearest_one():
+    with pytest.raises(BenchbuildError, match=r"unknown recipe 'mt001': did you mean 'mt_001'\? \(recipes: scan, "):
+        resolve_recipe({"mt_001": {}}, "mt001")

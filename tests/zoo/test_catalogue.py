@@ -139,8 +139,10 @@ def test_unknown_keys_are_an_error_naming_the_key(tmp_path, edit, key):
 
 
 def test_unknown_model_name_lists_the_catalogue():
-    with pytest.raises(BenchbuildError, match="unknown model 'gpt'.*transformer"):
+    with pytest.raises(BenchbuildError, match="unknown model 'gpt': \\(catalogue: .*transformer"):
         load_entry("gpt")
+    with pytest.raises(BenchbuildError, match="unknown model 'transfomer': did you mean 'transformer'\\?"):
+        load_entry("transfomer")
 
 
 def test_unknown_override_is_an_error_naming_it():
