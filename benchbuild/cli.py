@@ -298,16 +298,20 @@ def _print_resolved_model(name: str) -> None:
     for family, recipe in sorted(entry.recipes.items()):
         architecture = resolved_architecture(entry, family)
         vocabulary = recipe.get("bpe_vocab_size") or 32
+        separate = recipe.get("dictionaries") == "separate"
         with torch.device("meta"):
             network = build_model(dataclasses.replace(entry, architecture=architecture), vocab_size=vocabulary,
-                                  pad_token_id=0, bos_token_id=1, eos_token_id=2)
+                                  pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                                  overrides={"source_vocab_size": vocabulary} if separate else None)
+        vocabularies = (f"separate source and target dictionaries, counted at {vocabulary:,} each: a run's own sizes "
+                        "are in its model card" if separate else f"vocabulary {vocabulary:,}")
         parameters = sum(parameter.numel() for parameter in network.parameters())
         changed = ", ".join(sorted(recipe.get("architecture", {}))) or "none"
         numbers = [reported_in_words(row) for row in entry.reported if row.get("recipe") == family]
         fidelity = entry.fidelity.get(family, {"sources": [], "differences": []})
         differences = fidelity["differences"]
         # (text, indent of its first line, indent of the rest)
-        paragraphs = [(f"[recipe.{family}] {parameters:,} parameters (vocabulary {vocabulary:,}); "
+        paragraphs = [(f"[recipe.{family}] {parameters:,} parameters ({vocabularies}); "
                        f"select = {selection_rule(recipe)}", "", "    "),
                       ("reported numbers made with it:" + ("" if numbers else " none"), "    ", "    "),
                       *((line, "      ", "        ") for line in numbers),
@@ -437,8 +441,9 @@ def eval_command(
     run_dir: Annotated[Path, typer.Option("--run", help="A run folder written by `benchbuild train`.")],
     data: Annotated[Path, typer.Option("--data", help="The benchmark folder to evaluate on.")],
     split: Annotated[str, typer.Option("--split", help="The split to decode and score.")] = "test",
-    beam: Annotated[int, typer.Option("--beam", min=1, max=256, help="Beam size (1: greedy; at most 256: memory grows "
-                                      "with the beam, and the papers use 1 to 10).")] = 1,
+    beam: Annotated[Optional[int], typer.Option("--beam", min=1, max=256, help="Beam size (1: greedy; at most 256: "
+                                                "memory grows with the beam). Default: the run's recipe's (5 for MT "
+                                                "recipes, as their papers decode; 1 for SCAN).")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences decoded at once.")] = 64,
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Folder for predictions.jsonl and metrics.json "
                                                     "(default: the run folder).")] = None,

@@ -3,7 +3,9 @@ written (in one rename, never through a symbolic link), read (a log line cut by 
 process at a time, `locks.FolderLock`) and what `--overwrite` may remove. Training writes it; evaluation, the report
 and sweeps read it, through this module only.
 
-A run folder holds the selected checkpoint at its root (`save_pretrained` safetensors + config + tokenizer), the
+A run folder holds the selected checkpoint at its root (`save_pretrained` safetensors + config + tokenizer; with
+separate source and target dictionaries the root's tokenizer is the source one and `target_tokenizer/` holds the
+target one, `training.tokenization.TranslationTokenizer`), the
 latest checkpoints under `checkpoints/step-NNNNNNNN/` (weights + `trainer_state.pt`), `train_log.jsonl` (one JSON
 record a line: `step`, `loss`, `lr` every few steps, and `step`, `validation_exact_match`, … at each validation),
 `run.json` (the run's identity, which a resumption must match, its arguments, and how far it got: `status` is
@@ -29,6 +31,7 @@ STATE_FILE = "trainer_state.pt"
 CHECKPOINTS_DIR = "checkpoints"
 PREDICTIONS_FILE = "predictions.jsonl"
 METRICS_FILE = "metrics.json"
+TARGET_TOKENIZER_DIR = "target_tokenizer"  # the target dictionary of a run with separate dictionaries
 
 
 def claim(folder: str | Path) -> FolderLock:
@@ -109,16 +112,30 @@ def check_result(run_dir: Path, run: dict[str, Any]) -> None:
 def save_pretrained(out: Path, *savables: Any) -> None:
     """Save a model and/or tokenizer (`save_pretrained`) at the run folder's root: written into a folder beside the
     files and renamed over them one by one, so a link planted at `model.safetensors` (say) is replaced, never
-    written through, and a kill leaves each file old or new, never half written."""
-    import os
-
+    written through, and a kill leaves each file old or new, never half written. A subfolder it writes (the target
+    dictionary's, `TARGET_TOKENIZER_DIR`) is filled the same way, file by file."""
     from benchbuild.atomic import work_directory
 
     with work_directory(Path(out) / "selected") as staged:
         for savable in savables:
             savable.save_pretrained(staged)
-        for written in sorted(staged.iterdir()):
-            os.replace(written, Path(out) / written.name)
+        _move_into(staged, Path(out))
+
+
+def _move_into(staged: Path, destination: Path) -> None:
+    """Rename every file of `staged` over its namesake in `destination`, subfolders alike; a link (or a file) where a
+    subfolder goes is removed first, never followed."""
+    import os
+
+    for written in sorted(staged.iterdir()):
+        target = destination / written.name
+        if written.is_dir():
+            if target.is_symlink() or (target.exists() and not target.is_dir()):
+                target.unlink()
+            target.mkdir(exist_ok=True)
+            _move_into(written, target)
+        else:
+            os.replace(written, target)
 
 
 def append_log(out: Path, record: dict[str, Any]) -> None:

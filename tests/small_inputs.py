@@ -59,6 +59,18 @@ def scan_file_rows(path: Path, prefix: str, limit: int, max_actions: int) -> lis
     return rows
 
 
+def scan_grammar_rows(count: int, max_actions: int, seed: int) -> list[dict[str, str]]:
+    """`count` SCAN commands of at most `max_actions` actions generated from the grammar, in an order shuffled by
+    `seed`, as rows `{id, source, target}`."""
+    import random
+
+    from benchbuild.scan.grammar import generate
+
+    examples = [example for example in generate() if len(example.actions.split()) <= max_actions]
+    random.Random(seed).shuffle(examples)
+    return [{"id": f"scan-{i}", "source": e.command, "target": e.actions} for i, e in enumerate(examples[:count])]
+
+
 def tiny_transformer_entry(name: str, family: str, **recipe: Any) -> str:
     """A catalogue entry (TOML) of a one-layer Transformer of width 16 without dropout, whose step takes milliseconds
     on a CPU, with one recipe: `[recipe.FAMILY]` holding `recipe` (ints, floats and strings)."""

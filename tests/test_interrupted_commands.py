@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from small_inputs import tiny_transformer_entry, write_benchmark
+from small_inputs import scan_grammar_rows, tiny_transformer_entry, write_benchmark
 
 from benchbuild.device import cpu_threads
 from benchbuild.locks import held
@@ -37,14 +37,10 @@ TINY = tiny_transformer_entry("tiny_transformer", "scan", steps=STEPS, batch_siz
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> tuple[Path, Path]:
     """(model file, benchmark folder): 200 train and 100 test rows, SCAN commands of at most four actions."""
-    from benchbuild.scan.grammar import generate
-
     folder = tmp_path_factory.mktemp("inputs")
     model = folder / "tiny_transformer.toml"
     model.write_text(TINY, encoding="utf-8")
-    examples = [example for example in generate() if len(example.actions.split()) <= 4]
-    random.Random(0).shuffle(examples)
-    rows = [{"id": f"scan-{i}", "source": e.command, "target": e.actions} for i, e in enumerate(examples[:300])]
+    rows = scan_grammar_rows(300, 4, seed=0)
     return model, write_benchmark(folder / "scan", {"train": rows[:200], "test": rows[200:]}, "scan", "tiny")
 
 

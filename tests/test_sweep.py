@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -168,7 +169,11 @@ def test_dry_run_prints_the_grid_and_a_measured_estimate(tmp_path):
                             cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "2 pending" in result.stdout and "scan/addprim_turn_left" in result.stdout
-    assert "ms per step measured, 100 steps left" in result.stdout
+    assert "ms per step measured (mean of 4 steps after a warm-up step), 100 steps left" in result.stdout
+    # 50 steps at the recipe's eval_every (1,000 steps): one validation a run (at its last step), then its evaluation
+    assert re.search(r"2 validations of [\d.]+ s and 2 evaluations of [\d.]+ s \(timed on 64 decoded rows\) left",
+                     result.stdout), result.stdout
+    assert "training steps, validations and evaluations as timed on this machine" in result.stdout
     assert not (tmp_path / "runs").exists(), "a dry run trains nothing"
 
 

@@ -253,8 +253,8 @@ def test_the_estimate_times_one_configuration_per_model_and_scales_the_rest_by_t
     cwd, _ = grid_sweep
     monkeypatch.chdir(cwd)
     sweep = load_sweep(GRID_SWEEP)
-    rows = {(model, configuration): (seconds, measured)
-            for model, configuration, seconds, _, measured in estimate(sweep, check_folders(sweep), jobs=1)}
+    rows = {(row.model, row.configuration): (row.step_seconds, row.measured)
+            for row in estimate(sweep, check_folders(sweep), jobs=1)}
 
     def saved_weights(model: str, configuration: str) -> int:
         with safe_open(cwd / "runs" / "grid" / model / configuration / "copy" / "seed0" / "model.safetensors",

@@ -14,20 +14,25 @@ from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_row
 from benchbuild.outputs import CLAIM_FILES, check_disjoint, is_metrics_file
 from benchbuild.run_folder import (CHECKPOINTS_DIR, METRICS_FILE, PREDICTIONS_FILE, check_result, claim, read_run,
                                    write_metrics, write_predictions)
-from benchbuild.zoo.loading import load_model, load_tokenizer
-from benchbuild.zoo.decoding import decoding_limit, generate_predictions
+from benchbuild.zoo.loading import load_model, load_tokenizer, target_encoder
+from benchbuild.zoo.decoding import decoding_limit, generate_predictions, length_rule
 
 # Wider beams cost memory in proportion (a million-wide beam asks for tens of GB before the first step); the papers
 # decode with beams of 1 to 10.
 MAX_BEAM = 256
 
 
-def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", beam: int = 1, batch_size: int = 64,
+def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", beam: int | None = None,
+                 batch_size: int = 64,
                  out: str | Path | None = None, device: str = "auto", max_new_tokens: int | None = None,
                  lexicon: str | Path | None = None, compound: str | None = None,
                  progress: bool = False) -> dict[str, Any]:
     """Decode `split` of benchmark `data` with the run's selected checkpoint and score it; files go to `out`
-    (default: the run folder). Returns the metrics as written to `metrics.json`."""
+    (default: the run folder). Returns the metrics as written to `metrics.json`.
+
+    The decoding is the run's recipe's (`beam`, and fairseq's `max_len_a`/`max_len_b` output cap: MT recipes decode
+    as their papers' `fairseq-generate --beam 5 --max-len-a 1.2 --max-len-b 10`); `beam` replaces the recipe's beam
+    and `max_new_tokens` its cap. metrics.json says which beam and cap were used and where each came from."""
     from transformers.utils import logging as transformers_logging
 
     from benchbuild import zoo
@@ -36,7 +41,7 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     transformers_logging.disable_progress_bar()
     zoo.register()
     run_dir = Path(run_dir)
-    if not 1 <= beam <= MAX_BEAM:
+    if beam is not None and not 1 <= beam <= MAX_BEAM:
         raise BenchbuildError(f"--beam must be between 1 and {MAX_BEAM}; got {beam} (memory grows with the beam; "
                               "the papers use 1 to 10)")
     run = read_run(run_dir)
@@ -54,14 +59,24 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     target = torch.device(resolve_device(device))
     model = load_model(run_dir).to(target)
     tokenizer = load_tokenizer(run_dir)
-    limit = max_new_tokens or decoding_limit(tokenizer, [row["target"] for row in rows])
+    recipe = run.get("recipe") or {}
+    beam_from = "--beam" if beam is not None else "recipe"
+    beam = beam if beam is not None else int(recipe.get("beam", 1))
+    rule = None if max_new_tokens is not None else length_rule(recipe)
+    # With separate dictionaries (`TranslationTokenizer`) sources are encoded in the source one, references measured
+    # and predictions decoded in the target one.
+    limit = max_new_tokens or decoding_limit(target_encoder(tokenizer), [row["target"] for row in rows])
     predictions = generate_predictions(model, tokenizer, [row["source"] for row in rows], beam=beam,
-                                       batch_size=batch_size, max_new_tokens=limit, device=target, progress=progress)
+                                       batch_size=batch_size, max_new_tokens=limit, length_rule=rule, device=target,
+                                       progress=progress)
+    length = ({"max_new_tokens": limit} if rule is None else
+              {"max_len_a": rule[0], "max_len_b": rule[1], "max_new_tokens": None})
     scores = score_rows(rows, predictions, lexicon=lexicon, compounds=compounds)
     result = {
         "run": str(run_dir), "model": run.get("model"), "seed": run.get("seed"),
         "selected_step": run.get("selected_step"), "benchmark": benchmark_label(data),
-        "benchmark_path": str(Path(data).resolve()), "split": split, "beam": beam, "max_new_tokens": limit,
+        "benchmark_path": str(Path(data).resolve()), "split": split, "beam": beam, "beam_from": beam_from,
+        **length,
         **scores,
     }
     with claim(destination):

@@ -27,7 +27,7 @@ def print_status(sweep: Sweep, console: Console) -> None:
 def dry_run(sweep: Sweep, console: Console, jobs: int) -> None:
     """The grid (its size: configurations per model, runs in all), what is already done, and the estimated cost of
     the rest (from a few timed steps per model and configuration)."""
-    from benchbuild.sweep.run import check_eval_split, check_folders, estimate
+    from benchbuild.sweep.run import EVALUATION_SAMPLE, check_eval_split, check_folders, estimate
 
     states = check_folders(sweep)
     check_eval_split(sweep)
@@ -38,15 +38,21 @@ def dry_run(sweep: Sweep, console: Console, jobs: int) -> None:
         console.print(f"benchmark folders still to build ({sweep.file.build or 'no build pipeline given'}): "
                       + ", ".join(missing) + "; no cost estimate before they exist")
         return
-    total = 0.0
-    for model, configuration, seconds, left, measured in estimate(sweep, states, jobs):
-        total += seconds * left
-        how = "measured" if measured else "scaled by parameters from the first configuration's"
-        console.print(f"{model}{f' {configuration}' if configuration else ''}: {seconds * 1000:.0f} ms per step "
-                      f"{how}, {left:,} steps left", markup=False, highlight=False)
-    console.print(f"estimated training time: {_hours(total)} on one worker, about "
-                  f"{_hours(total / max(1, min(jobs, len(states))))} with {jobs} in parallel "
-                  "(evaluation and start-up not counted)")
+    estimates = estimate(sweep, states, jobs)
+    for row in estimates:
+        how = ("measured (mean of 4 steps after a warm-up step)" if row.measured
+               else "scaled by parameters from the first configuration's")
+        console.print(f"{row.model}{f' {row.configuration}' if row.configuration else ''}: "
+                      f"{row.step_seconds * 1000:.0f} ms per step {how}, {row.steps_left:,} steps left; "
+                      f"{row.validations:,} validation{'s' if row.validations != 1 else ''} of "
+                      f"{row.validation_seconds:.1f} s and {row.runs_left:,} evaluation"
+                      f"{'s' if row.runs_left != 1 else ''} of {row.evaluation_seconds:.1f} s (timed on "
+                      f"{EVALUATION_SAMPLE} decoded rows) left", markup=False,
+                      highlight=False, soft_wrap=True)
+    total = sum(row.seconds for row in estimates)
+    console.print(f"estimated time: {_hours(total)} on one worker, about "
+                  f"{_hours(total / max(1, min(jobs, len(states))))} with {jobs} in parallel (training steps, "
+                  "validations and evaluations as timed on this machine; start-up not counted)", soft_wrap=True)
 
 
 def _hours(seconds: float) -> str:

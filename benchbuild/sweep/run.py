@@ -13,11 +13,13 @@ left (each run resumes from its last checkpoint).
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -211,22 +213,51 @@ def _start_worker(devices, parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[tuple[str, str, float, int, bool]]:
-    """Per model and grid configuration ("" without a grid): seconds per training step, whether they were measured,
-    and the steps its runs have left, each run's budget its own (a recipe in `epochs` gives each benchmark its train
-    set's count: `planned_steps`). A model's first configuration is timed on its first benchmark in a scratch folder
-    (the mean of a few steps after a warm-up one, without validation); its other configurations are scaled from it by
-    their parameter counts (a step's work grows with the weights it multiplies), so a grid of 144 configurations costs
-    five measurements, not 144. The sweep's wall time is about their products summed, over `jobs` parallel runs."""
+# Test rows decoded to time a run's evaluation (scaled to the split's size): enough batches to average over.
+EVALUATION_SAMPLE = 64
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The cost of one model configuration's runs left in a sweep: seconds per training step (`measured` on the
+    model's first configuration, else scaled from it), the steps left, and per run the seconds of one validation, the
+    validations a run makes, and its evaluation (decoding the eval split)."""
+
+    model: str
+    configuration: str
+    step_seconds: float
+    steps_left: int
+    measured: bool
+    validation_seconds: float
+    validations: int  # over the runs left, each run's budget over its validation interval
+    evaluation_seconds: float
+    runs_left: int
+
+    @property
+    def seconds(self) -> float:
+        return (self.step_seconds * self.steps_left + self.validation_seconds * self.validations
+                + self.evaluation_seconds * self.runs_left)
+
+
+def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[Estimate]:
+    """Per model and grid configuration ("" without a grid), what its runs left will cost (`Estimate`), each run's
+    budget its own (a recipe in `epochs` gives each benchmark its train set's count: `planned_steps`). A model's first
+    configuration is timed on its first benchmark in a scratch folder: the mean of 4 steps after a warm-up step
+    (kernel compilation and allocation are not a step's cost), one validation and checkpoint, and the decoding of
+    `EVALUATION_SAMPLE` rows of the eval split with the sweep's (or the recipe's) beam, scaled to the split; its
+    other configurations are scaled from it by their parameter counts (a step's work grows with the weights it
+    multiplies), so a grid of 144 configurations costs five measurements, not 144. The sweep's wall time is about
+    their sum over `jobs` parallel runs."""
     import dataclasses
     import functools
     import tempfile
 
     from benchbuild import zoo
-    from benchbuild.benchmark import read_build_info
+    from benchbuild.benchmark import load_splits, read_build_info
     from benchbuild.sweep.spec import budget_recipe
-    from benchbuild.training.loop import RunOptions, prepare, step
-    from benchbuild.training.recipe import planned_steps
+    from benchbuild.training.loop import RunOptions, prepare, step, validate_and_checkpoint
+    from benchbuild.training.recipe import planned_steps, validation_interval
+    from benchbuild.zoo.decoding import decoding_limit, generate_predictions, length_rule
 
     @functools.cache
     def split_rows(data: str) -> dict[str, int]:
@@ -242,6 +273,10 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[tuple[str,
         recipe = recipe_of(spec.model, spec.benchmark, spec.recipe, json.dumps(spec.overrides, sort_keys=True))
         return planned_steps(recipe, split_rows(spec.data))
 
+    def validations(spec) -> int:
+        recipe = recipe_of(spec.model, spec.benchmark, spec.recipe, json.dumps(spec.overrides, sort_keys=True))
+        return math.ceil(budget(spec) / validation_interval(recipe, split_rows(spec.data)))
+
     def weights(spec, tokenizer) -> int:
         recipe = recipe_of(spec.model, spec.benchmark, spec.recipe, json.dumps(spec.overrides, sort_keys=True))
         entry = zoo.load_entry(spec.model)
@@ -251,13 +286,25 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[tuple[str,
                                   overrides=spec.architecture_overrides or None)
         return sum(parameter.numel() for parameter in network.parameters())
 
+    def evaluation_seconds(run, spec) -> float:
+        rows = load_splits(spec.data)[spec.split]
+        sample = rows.select(range(min(EVALUATION_SAMPLE, len(rows))))
+        network = run.accelerator.unwrap_model(run.network)
+        beam = spec.beam if spec.beam is not None else run.recipe.beam
+        started = time.perf_counter()
+        generate_predictions(network, run.tokenizer, list(sample["source"]), beam=beam, batch_size=spec.batch_size,
+                             max_new_tokens=decoding_limit(run.tokenizer, list(sample["target"])),
+                             length_rule=length_rule(run.recipe.to_dict()), device=run.accelerator.device)
+        return (time.perf_counter() - started) * len(rows) / max(1, len(sample))
+
     rows = []
     for model in dict.fromkeys(state.spec.model for state in states):
-        timed: tuple[float, int, Any] | None = None  # seconds per step, weights, tokenizer of the timed configuration
+        timed = None  # (step, validation, evaluation seconds, weights, tokenizer) of the first configuration
         for configuration in dict.fromkeys(state.spec.configuration for state in states if state.spec.model == model):
             runs = [state for state in states if (state.spec.model, state.spec.configuration) == (model, configuration)]
             first = runs[0].spec
-            left = sum(0 if state.state in ("done", "trained") else budget(state.spec) - state.step for state in runs)
+            pending = [state for state in runs if state.state not in ("done", "trained")]
+            left = sum(budget(state.spec) - state.step for state in pending)
             if timed is None:
                 with tempfile.TemporaryDirectory(prefix="benchbuild-sweep-estimate-") as scratch:
                     run = prepare(model, first.data, Path(scratch) / "run", RunOptions(
@@ -269,8 +316,14 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[tuple[str,
                     for _ in range(4):
                         step(run)
                     seconds = (time.perf_counter() - started) / 4
-                timed = (seconds, weights(first, run.tokenizer), run.tokenizer)
-                rows.append((model, configuration, seconds, left, True))
+                    started = time.perf_counter()
+                    validate_and_checkpoint(run)
+                    validation = time.perf_counter() - started
+                    evaluation = evaluation_seconds(run, first)
+                timed = (seconds, validation, evaluation, weights(first, run.tokenizer), run.tokenizer)
+                scale, measured = 1.0, True
             else:
-                rows.append((model, configuration, timed[0] * weights(first, timed[2]) / timed[1], left, False))
+                scale, measured = weights(first, timed[4]) / timed[3], False
+            rows.append(Estimate(model, configuration, timed[0] * scale, left, measured, timed[1] * scale,
+                                 sum(validations(state.spec) for state in pending), timed[2] * scale, len(pending)))
     return rows

@@ -100,10 +100,10 @@ class EvalSpec:
 
     split: str = "test"
     batch_size: int = 256
-    beam: int = 1
+    beam: int | None = None  # None: each run's recipe's beam (5 for MT recipes, 1 for SCAN)
 
     def __post_init__(self) -> None:
-        if self.batch_size < 1 or self.beam < 1:
+        if self.batch_size < 1 or (self.beam is not None and self.beam < 1):
             raise BenchbuildError("[eval] batch_size and beam must be at least 1")
 
 
@@ -169,7 +169,7 @@ class RunSpec:
     device: str
     split: str
     batch_size: int
-    beam: int
+    beam: int | None
     architecture_overrides: dict[str, Any] = field(default_factory=dict)
 
     @property

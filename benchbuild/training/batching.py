@@ -1,5 +1,6 @@
-"""Training batches: encoded rows, the batch at each step (a pure function of seed and step), length-sorted
-micro-batches that pad little, and the padded tensors a model takes."""
+"""Training batches: encoded rows, the batch at each step (a pure function of seed and step) of `batch_size` rows or
+of `batch_tokens` tokens (`TokenBatches`), length-sorted micro-batches that pad little, and the padded tensors a model
+takes."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
+
+from benchbuild.errors import BenchbuildError
 
 
 @dataclass
@@ -19,9 +22,10 @@ class EncodedSplit:
 
 
 def encode_rows(tokenizer, rows: Sequence[Mapping[str, Any]]) -> EncodedSplit:
-    """The `source` and `target` of every row as token ids."""
+    """The `source` and `target` of every row as token ids (targets by `text_target`: with separate dictionaries,
+    `tokenization.TranslationTokenizer`, in the target one)."""
     sources = tokenizer([row["source"] for row in rows])["input_ids"]
-    targets = tokenizer([row["target"] for row in rows])["input_ids"]
+    targets = tokenizer(text_target=[row["target"] for row in rows])["input_ids"]
     return EncodedSplit(sources=sources, targets=targets)
 
 
@@ -44,6 +48,78 @@ def _epoch_permutation(seed: int, epoch: int, size: int) -> np.ndarray:
             _permutations.clear()
         _permutations[key] = np.random.default_rng([seed, epoch]).permutation(size)
     return _permutations[key]
+
+
+@dataclass(frozen=True, eq=False)
+class TokenBatches:
+    """A train set cut into token batches (fairseq's `--max-tokens`), and the batches of each optimizer step.
+
+    The cut is made once for the run, as fairseq's `EpochBatchIterator` freezes the batches it is given
+    (mswellhao/Dangle fairseq/fairseq/tasks/fairseq_task.py `get_batch_iterator`): the rows in a random order drawn
+    from the seed, stably sorted by target length and then by source length, so by source length with ties by target
+    length (facebookresearch/fairseq fairseq/data/language_pair_dataset.py `ordered_indices`), are packed greedily,
+    a batch closing before the row that would make rows × max(longest source, longest target) exceed `batch_tokens`
+    or give it more than `max_rows` rows (fairseq/data/data_utils_fast.pyx `batch_by_size_fast`, with `num_tokens` =
+    max(source, target length); `--max-sentences`). Each epoch visits the batches in an order drawn from [seed,
+    epoch] (fairseq/data/iterators.py shuffles them with seed + epoch), and optimizer step s takes batches s ×
+    update_freq … (s + 1) × update_freq - 1 of that stream of epochs, running on across an epoch's end where
+    fairseq's `GroupedIterator` gives an epoch's last update fewer batches: the batches of a step are a pure
+    function of the seed, the lengths and the step, so a resumed run takes the same ones.
+    """
+
+    rows: np.ndarray  # the row indices in packing order
+    bounds: np.ndarray  # batch k is rows[bounds[k]:bounds[k + 1]]
+    seed: int
+
+    @classmethod
+    def pack(cls, encoded: EncodedSplit, batch_tokens: int, max_rows: int | None, seed: int) -> TokenBatches:
+        """The token batches of `encoded` under a budget of `batch_tokens` padded tokens and at most `max_rows` rows
+        (None: no cap). A row longer than `batch_tokens` alone is an error: fairseq would drop it from training with
+        a warning, which silently changes the train set."""
+        sources = np.fromiter(map(len, encoded.sources), dtype=np.int64, count=len(encoded.sources))
+        targets = np.fromiter(map(len, encoded.targets), dtype=np.int64, count=len(encoded.targets))
+        sizes = np.maximum(sources, targets)
+        too_long = np.flatnonzero(sizes > batch_tokens)
+        if len(too_long):
+            longest = int(sizes.max())
+            raise BenchbuildError(
+                f"{len(too_long):,} of the {len(sizes):,} rows trained on do not fit in batch_tokens = {batch_tokens} "
+                f"alone (the longest has {longest} tokens, the longer of its source and target with </s>): set "
+                f"batch_tokens to at least {longest} (--set batch_tokens={longest})")
+        # A stream of its own: default_rng(seed) would equal the first epoch's batch order's generator, [seed, 0].
+        order = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,))).permutation(len(sizes))
+        order = order[np.argsort(targets[order], kind="stable")]
+        order = order[np.argsort(sources[order], kind="stable")]
+        bounds, start, longest = [0], 0, 0
+        row_cap = max_rows or len(order)
+        for position, size in enumerate(sizes[order].tolist()):
+            rows = position - start
+            if rows and (rows == row_cap or (rows + 1) * max(longest, size) > batch_tokens):
+                bounds.append(position)
+                start, longest = position, 0
+            longest = max(longest, size)
+        bounds.append(len(order))
+        return cls(rows=order, bounds=np.asarray(bounds, dtype=np.int64), seed=seed)
+
+    def __len__(self) -> int:
+        """Token batches in an epoch."""
+        return len(self.bounds) - 1
+
+    def batch(self, number: int) -> list[int]:
+        """The rows of batch `number` in packing order."""
+        return self.rows[self.bounds[number]:self.bounds[number + 1]].tolist()
+
+    def epoch(self, epoch: int) -> list[list[int]]:
+        """The batches of `epoch` (0-based) in the order it visits them."""
+        return [self.batch(int(number)) for number in _epoch_permutation(self.seed, epoch, len(self))]
+
+    def of_step(self, step: int, update_freq: int) -> list[list[int]]:
+        """The `update_freq` token batches of optimizer step `step` (0-based)."""
+        batches = []
+        for position in range(step * update_freq, (step + 1) * update_freq):
+            epoch, offset = divmod(position, len(self))
+            batches.append(self.batch(int(_epoch_permutation(self.seed, epoch, len(self))[offset])))
+        return batches
 
 
 def by_length(encoded: EncodedSplit, indices: Sequence[int]) -> list[int]:

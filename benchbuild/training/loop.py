@@ -25,16 +25,18 @@ from benchbuild import __version__
 from benchbuild.benchmark import load_splits, read_build_info
 from benchbuild.device import cpu_threads, start_accelerator
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.batching import EncodedSplit, batch_indices, by_length, collate, encode_rows, micro_batches
+from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indices, by_length, collate, encode_rows,
+                                          micro_batches)
 from benchbuild.training.model_card import write_model_card
 from benchbuild.training.recipe import (TrainingRecipe, default_recipe, planned_steps, resolve_recipe,
                                         validation_interval)
 from benchbuild.outputs import check_output
-from benchbuild.run_folder import (RUN_FILE, append_log, claim, mark_failed, open_run, read_run, save_pretrained,
-                                   truncate_log, write_run)
+from benchbuild.run_folder import (RUN_FILE, append_log, claim, clear, mark_failed, open_run, read_run,
+                                   save_pretrained, truncate_log, write_run)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
-from benchbuild.zoo.loading import load_model
-from benchbuild.training.tokenization import build_tokenizer
+from benchbuild.zoo.decoding import length_rule
+from benchbuild.zoo.loading import TranslationTokenizer, load_model
+from benchbuild.training.tokenization import build_dictionaries, build_tokenizer
 from benchbuild.training.selection import selects
 from benchbuild.training.validation import greedy_matches, split_validation, validation_scores
 
@@ -93,6 +95,7 @@ class PreparedRun:
     logged_loss: tuple[float, int] | None = None  # the last log line's loss and how many steps it is the mean of
     validation_seconds: float = 0.0  # the last validation's duration: a time budget stops early enough to fit one more
     stopped_by: str = "step budget"
+    token_batches: TokenBatches | None = None  # the rows trained on in token batches, when the recipe has batch_tokens
 
 
 def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0, max_steps: int | None = None,
@@ -184,6 +187,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     entry = dataclasses.replace(entry, architecture={**entry.architecture, **training_recipe.architecture})
     if "train" not in splits:
         raise BenchbuildError(f"{data} has no train split (splits: {', '.join(splits)})")
+    _check_dictionaries(entry, training_recipe)
     split_rows = {name: split.rows for name, split in info.splits.items()}
     recipe_steps = planned_steps(training_recipe, split_rows, options.validation_split)
     budget = recipe_steps if options.max_steps is None else options.max_steps
@@ -214,6 +218,16 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     tokenizer = _tokenizer(out, splits["train"], training_recipe, save=accelerator.is_main_process)
     train_encoded = encode_rows(tokenizer, train_rows)
     checkpoint = latest_checkpoint(out)
+    token_batches = None
+    if training_recipe.batch_tokens is not None:
+        try:
+            token_batches = TokenBatches.pack(train_encoded, training_recipe.batch_tokens, training_recipe.batch_size,
+                                              options.seed)
+        except BenchbuildError:
+            # Nothing trained yet: leave no run behind whose recipe the corrected rerun would differ from.
+            if checkpoint is None and accelerator.is_main_process:
+                clear(out)
+            raise
     network = _network(entry, tokenizer, checkpoint, options.architecture_overrides)
     optimizer = torch.optim.AdamW(network.parameters(), lr=training_recipe.learning_rate,
                                   betas=(training_recipe.adam_beta1, training_recipe.adam_beta2),
@@ -236,6 +250,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         "validation_rows": len(validation_rows), "train_rows": len(train_rows), "validation_every": eval_every,
         "device": str(accelerator.device), "processes": accelerator.num_processes,
         "mixed_precision": accelerator.mixed_precision,
+        **({} if token_batches is None else {"token_batches_per_epoch": len(token_batches)}),
     })
     return PreparedRun(
         out=out, options=options, recipe=training_recipe, budget=budget, eval_every=eval_every, accelerator=accelerator,
@@ -243,17 +258,25 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         train_rows=train_rows if training_recipe.score_train else [],
         validation_sources=[row["source"] for row in validation_rows],
         validation_targets=[row["target"] for row in validation_rows], record=record, state=state,
-        resumed_from=state.step if checkpoint is not None else None, started=time.perf_counter() - state.elapsed)
+        resumed_from=state.step if checkpoint is not None else None, started=time.perf_counter() - state.elapsed,
+        token_batches=token_batches)
 
 
 def step(run: PreparedRun) -> float:
-    """One optimizer step on the batch of the current step; every `run.eval_every // 10` steps (and at the last) the
-    main process logs the mean loss since the last log line. Returns the step's loss summed over processes."""
+    """One optimizer step on the batch of the current step (`batch_size` rows, or `update_freq` token batches when the
+    recipe sets `batch_tokens`); every `run.eval_every // 10` steps (and at the last) the main process logs the mean
+    loss since the last log line. Returns the step's loss summed over processes."""
     accelerator, network, training_recipe = run.accelerator, run.network, run.recipe
-    indices = batch_indices(run.state.step, training_recipe.batch_size, len(run.train_encoded.sources),
-                            run.options.seed)
+    token_batches = None
+    if run.token_batches is None:
+        indices = batch_indices(run.state.step, training_recipe.batch_size, len(run.train_encoded.sources),
+                                run.options.seed)
+    else:
+        token_batches = run.token_batches.of_step(run.state.step, training_recipe.update_freq)
+        indices = [index for batch in token_batches for index in batch]
     network.train()
-    loss = backward_batch(accelerator, network, run.train_encoded, indices, run.tokenizer, training_recipe)
+    loss = backward_batch(accelerator, network, run.train_encoded, indices, run.tokenizer, training_recipe,
+                          token_batches)
     if training_recipe.grad_clip > 0:
         accelerator.clip_grad_norm_(network.parameters(), training_recipe.grad_clip)
     learning_rate = run.scheduler.get_last_lr()[0]
@@ -296,7 +319,8 @@ def validate_and_checkpoint(run: PreparedRun) -> None:
             with accelerator.autocast():
                 scores = validation_scores(network, run.tokenizer, run.validation_sources, run.validation_targets,
                                            recipe.eval_batch_size, label_smoothing=recipe.label_smoothing,
-                                           bleu=recipe.validate_by == "bleu")
+                                           bleu=recipe.validate_by == "bleu", beam=recipe.beam,
+                                           length_rule=length_rule(recipe.to_dict()))
         state.elapsed = time.perf_counter() - run.started
         run.validation_seconds = time.perf_counter() - validation_started
         fields = {} if scores is None else scores.log_fields()
@@ -348,7 +372,8 @@ def train_exact_match(run: PreparedRun) -> float:
 _OUTSIDE_IDENTITY = ("steps", "epochs", "select", "validate_by", "ties", "held_out", "held_out_from", "score_train",
                      "architecture")
 # Keys added to the identity after run folders existed: at their default they stay out, so those folders resume.
-_ADDED_LATER = ("eval_every_epochs",)
+_ADDED_LATER = ("eval_every_epochs", "beam", "max_len_a", "max_len_b", "batch_tokens", "update_freq",
+                "dictionaries", "source_tokens", "target_tokens", "segment_source", "segment_target")
 
 
 def _recipe_identity(recipe: TrainingRecipe) -> dict[str, Any]:
@@ -404,19 +429,47 @@ def _check_budgets(steps: int, minutes: float | None) -> None:
         raise BenchbuildError(f"the time budget must be a positive number of minutes; got {minutes}")
 
 
+# The model kinds whose encoder can embed a source dictionary of its own (`source_vocab_size`).
+SEPARATE_DICTIONARY_KINDS = ("transformer",)
+
+
+def _check_dictionaries(entry, training_recipe: TrainingRecipe) -> None:
+    """Separate dictionaries need a model with an encoder embedding of its own: refused for the others before the run
+    folder or a tokenizer is written, so the corrected rerun (`--set dictionaries=joint`) needs no --overwrite."""
+    kind = entry.architecture.get("kind")
+    if training_recipe.dictionaries == "separate" and kind not in SEPARATE_DICTIONARY_KINDS:
+        raise BenchbuildError(f"{entry.name}: separate source and target dictionaries (recipe key dictionaries = "
+                              f"'separate') need a model whose encoder embeds the source dictionary on its own, and "
+                              f"a {kind} model has one embedding: train it with --set dictionaries=joint")
+
+
 def _network(entry, tokenizer, checkpoint: Path | None, architecture_overrides: dict | None):
-    """The model: a checkpoint's when resuming, else a fresh one of the catalogue entry sized to the tokenizer."""
+    """The model: a checkpoint's when resuming, else a fresh one of the catalogue entry sized to the tokenizer: its
+    output vocabulary is the target dictionary, and with separate dictionaries its encoder embeds the source one
+    (`source_vocab_size`; a model that cannot is refused when built, `ZooSeq2SeqModel.post_init`)."""
     from benchbuild import zoo
 
     if checkpoint is not None:
         return load_model(checkpoint)
+    overrides = dict(architecture_overrides or {})
+    architecture = {**entry.architecture, **overrides}
+    if "source_vocab_size" in architecture:
+        raise BenchbuildError(f"{entry.name}: source_vocab_size is the run's source dictionary's size, set by "
+                              "training (recipe key dictionaries = 'separate'), not an architecture key to give")
+    if isinstance(tokenizer, TranslationTokenizer):
+        if architecture.get("kind") == "hf":
+            raise BenchbuildError(f"{entry.name}: separate source and target dictionaries (recipe key dictionaries = "
+                                  "'separate') need a zoo model with an encoder embedding of its own; an hf model "
+                                  "keeps one embedding: train it with --set dictionaries=joint")
+        overrides["source_vocab_size"] = len(tokenizer.source)
     return zoo.build_model(entry, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                           overrides=architecture_overrides)
+                           overrides=overrides or None)
 
 
 def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequence[int], tokenizer,
-                   training_recipe: TrainingRecipe) -> torch.Tensor:
+                   training_recipe: TrainingRecipe,
+                   token_batches: Sequence[Sequence[int]] | None = None) -> torch.Tensor:
     """Accumulate this process's share of the gradient of the whole batch's mean token loss in `network`, one
     length-sorted micro-batch at a time (`micro_batches`), or, for a model that `accepts_length_groups`, all of
     them in one pass as `length_groups` parts; returns this process's share of that loss (the shares of all
@@ -426,12 +479,27 @@ def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequenc
     long and none waits long for the others at the gradient all-reduce. Each part's summed token loss is divided
     by the whole batch's token count and multiplied by the process count, which the all-reduce's mean undoes: the
     update equals one process's on the whole batch.
+
+    `token_batches` (a step's `TokenBatches.of_step`, whose rows `indices` are) are the parts as they come, one
+    forward and backward pass each whatever the model, normalised as above by the update's target tokens (fairseq's
+    trainer divides the summed gradient by the summed sample size). Process p of P takes batches p, p + P, p + 2P, …
+    (as fairseq's `ShardedIterator` deals batches to GPUs), so the update does not depend on the process count; one
+    left without a batch (fewer batches than processes) runs the first with its loss times 0, as fairseq's trainer
+    runs a dummy batch, to join the gradient all-reduce.
     """
     processes = accelerator.num_processes
     tokens = sum(len(encoded.targets[index]) for index in indices)
-    mine = by_length(encoded, indices)[accelerator.process_index::processes]
-    grouped = getattr(accelerator.unwrap_model(network), "accepts_length_groups", False)
-    parts = micro_batches(encoded, mine, training_recipe.length_groups if grouped else training_recipe.micro_batches)
+    idle = False
+    if token_batches is None:
+        mine = by_length(encoded, indices)[accelerator.process_index::processes]
+        grouped = getattr(accelerator.unwrap_model(network), "accepts_length_groups", False)
+        parts = micro_batches(encoded, mine,
+                              training_recipe.length_groups if grouped else training_recipe.micro_batches)
+    else:
+        grouped = False
+        parts = list(token_batches[accelerator.process_index::processes])
+        if not parts:
+            parts, idle = [token_batches[0]], True
     batches = [collate(encoded, part, tokenizer.pad_token_id, tokenizer.bos_token_id, accelerator.device)
                for part in parts]
     if grouped:
@@ -453,6 +521,8 @@ def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequenc
                 logits = network(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                                  decoder_input_ids=batch["decoder_input_ids"]).logits
             part_loss = _summed_loss(logits, batch["labels"], training_recipe) / tokens
+            if idle:
+                part_loss = part_loss * 0.0
             accelerator.backward(part_loss * processes)
         loss += part_loss.detach()
     return loss
@@ -465,7 +535,17 @@ def _summed_loss(logits: torch.Tensor, labels: torch.Tensor, training_recipe: Tr
 
 def _tokenizer(out: Path, train_split, training_recipe: TrainingRecipe, save: bool = True):
     """The run's tokenizer: rebuilt from the whole train split (sources and targets), so held-out rows, seeds,
-    processes and resumed runs all see one vocabulary."""
+    processes and resumed runs all see the same dictionaries: one joint vocabulary, or, under `dictionaries =
+    "separate"`, a source and a target dictionary (`tokenization.build_dictionaries`)."""
+    if training_recipe.dictionaries == "separate":
+        tokenizer = build_dictionaries(
+            [row["source"] for row in train_split], [row["target"] for row in train_split],
+            source_kind=training_recipe.source_tokenizer_kind, target_kind=training_recipe.target_tokenizer_kind,
+            bpe_vocab_size=training_recipe.bpe_vocab_size, segment_source=training_recipe.segment_source,
+            segment_target=training_recipe.segment_target)
+        if save:
+            save_pretrained(out, tokenizer)
+        return tokenizer
     texts = [text for row in train_split for text in (row["source"], row["target"])]
     tokenizer = build_tokenizer(texts, training_recipe.tokenizer_kind, training_recipe.bpe_vocab_size)
     if save:
@@ -487,8 +567,15 @@ def training_status(run: PreparedRun) -> str:
     return status
 
 
+# Seconds between the plain progress lines `train` prints when stderr is not a terminal (a log file, a pipe, a batch
+# job's output), where a progress bar would draw nothing until the end; BENCHBUILD_PROGRESS_SECONDS changes it.
+PROGRESS_LINE_SECONDS = 60.0
+
+
 class _StepProgress:
-    """A rich progress bar over optimizer steps (a no-op when disabled)."""
+    """Progress over optimizer steps on stderr: a rich bar on a terminal; otherwise (piped or logged) one plain line
+    every `PROGRESS_LINE_SECONDS` and at the end: steps done of the budget, the bar's status (loss, best validation
+    score), steps per second and the time left at that rate. A no-op when disabled."""
 
     def __init__(self, enabled: bool, total: int, done: int):
         self.enabled, self.total, self.done = enabled, total, done
@@ -497,10 +584,14 @@ class _StepProgress:
         if not self.enabled:
             return lambda status: None
         from rich.console import Console
+
+        console = Console(stderr=True)
+        if not console.is_terminal:
+            return self._lines()
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.progress = Progress(TextColumn("training"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                                 TextColumn("{task.fields[status]}"), console=Console(stderr=True))
+                                 TextColumn("{task.fields[status]}"), console=console)
         self.progress.start()
         task = self.progress.add_task("train", total=self.total, completed=self.done, status="")
 
@@ -509,6 +600,37 @@ class _StepProgress:
 
         return advance
 
+    def _lines(self):
+        import os
+        import sys
+
+        interval = float(os.environ.get("BENCHBUILD_PROGRESS_SECONDS", PROGRESS_LINE_SECONDS))
+        started, first = time.perf_counter(), self.done
+        last_line = started
+
+        def advance(status: str) -> None:
+            nonlocal last_line
+            self.done += 1
+            now = time.perf_counter()
+            if now - last_line < interval and self.done < self.total:
+                return
+            last_line = now
+            rate = (self.done - first) / max(now - started, 1e-9)
+            left = (self.total - self.done) / rate if rate > 0 else float("inf")
+            eta = "?" if not math.isfinite(left) else _clock(left)
+            print(f"training: step {self.done:,}/{self.total:,} ({100 * self.done / self.total:.1f}%), {rate:.2f} "
+                  f"steps/s, {eta} left{', ' + status.strip() if status.strip() else ''}", file=sys.stderr, flush=True)
+
+        self.progress = None
+        return advance
+
     def __exit__(self, *exc) -> None:
-        if self.enabled:
+        if self.enabled and self.progress is not None:
             self.progress.stop()
+
+
+def _clock(seconds: float) -> str:
+    """`seconds` as H:MM:SS, the hours unbounded (a 50-hour run reads 50:00:00)."""
+    minutes, second = divmod(round(seconds), 60)
+    hours, minute = divmod(minutes, 60)
+    return f"{hours}:{minute:02d}:{second:02d}"

@@ -25,9 +25,10 @@ def parameter_count(network) -> int:
 
 
 def render_model_card(record: Mapping[str, Any], parameters: int, vocabulary: int,
-                      entry: Any | None = None) -> str:
+                      entry: Any | None = None, source_vocabulary: int | None = None) -> str:
     """The card of a run: `record` is its run.json, `entry` its catalogue entry (None when it cannot be read any
-    more: the card then names the model without its paper's numbers)."""
+    more: the card then names the model without its paper's numbers); `vocabulary` is the output (target)
+    dictionary's size, `source_vocabulary` the encoder's when the run keeps separate dictionaries."""
     from benchbuild.cards import card_template
     from benchbuild.papers import reported_on
 
@@ -40,6 +41,18 @@ def render_model_card(record: Mapping[str, Any], parameters: int, vocabulary: in
     header = {"library_name": "transformers", "tags": ["benchbuild", record["model"]]}
     # The recipe's step count on this benchmark: a recipe in `epochs` has it from the train rows (`planned_steps`).
     recipe = {**record["recipe"], "steps": record.get("recipe_steps", record["recipe"].get("steps"))}
+    kinds = {"bpe": "BPE", "word": "whitespace words"}
+    recipe_keys = record["recipe"]
+    default_kind = "bpe" if recipe_keys.get("bpe_vocab_size") else "word"
+    if source_vocabulary is None:
+        vocabulary = f"{vocabulary:,} tokens ({kinds[default_kind]}, built from the training split)"
+    else:
+        sides = {side: kinds[recipe_keys.get(f"{side}_tokens") or default_kind]
+                 + (", segmented with jieba first" if recipe_keys.get(f"segment_{side}") else "")
+                 for side in ("source", "target")}
+        vocabulary = (f"separate dictionaries, built from the training split: {source_vocabulary:,} source tokens "
+                      f"({sides['source']}) for the encoder, {vocabulary:,} target tokens ({sides['target']}) for the "
+                      "decoder and its tied output layer")
     body = card_template("model_card.md.j2").render(
         record=record, entry=entry, architecture=architecture, parameters=parameters, vocabulary=vocabulary,
         recipe_name=recipe_name, recipe=recipe, reported=reported)
@@ -55,5 +68,6 @@ def write_model_card(run_dir: Path, record: Mapping[str, Any], network) -> Path:
     except BenchbuildError:
         entry = None
     path = Path(run_dir) / CARD_FILE
-    write_file(path, render_model_card(record, parameter_count(network), network.config.vocab_size, entry))
+    write_file(path, render_model_card(record, parameter_count(network), network.config.vocab_size, entry,
+                                       getattr(network.config, "source_vocab_size", None)))
     return path

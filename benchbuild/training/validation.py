@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from benchbuild import metrics
 from benchbuild.errors import BenchbuildError
+from benchbuild.zoo.loading import target_encoder
 from benchbuild.zoo.decoding import decoding_limit, generate_predictions
 from benchbuild.zoo.recipe import HeldOutFrom, Selection
 
@@ -103,10 +104,12 @@ class ValidationScores:
 
 
 def validation_scores(network, tokenizer, sources: list[str], targets: list[str], batch_size: int, *,
-                      label_smoothing: float = 0.0, bleu: bool = False) -> ValidationScores:
+                      label_smoothing: float = 0.0, bleu: bool = False, beam: int = VALIDATION_BEAM,
+                      length_rule: tuple[float, int] | None = None) -> ValidationScores:
     """Exact match and loss from one teacher-forced pass (`teacher_forced`); BLEU (sacrebleu's corpus score, its
-    tokenizer chosen by `metrics.bleu`) of beam-5 decoding when `bleu`. A run without validation rows (`NO_VALIDATION`)
-    has no scores, not zeros: it does not call this."""
+    tokenizer chosen by `metrics.bleu`) of decoding with a beam of `beam` (the recipe's) when `bleu`, each output
+    capped by the recipe's `length_rule` (fairseq's max_len_a, max_len_b) or else by the longest reference. A run
+    without validation rows (`NO_VALIDATION`) has no scores, not zeros: it does not call this."""
     if not sources:
         raise ValueError("no validation rows to score")
     matched, token_loss, tokens = 0, 0.0, 0
@@ -117,8 +120,9 @@ def validation_scores(network, tokenizer, sources: list[str], targets: list[str]
         tokens += int(batch.labels.ne(-100).sum())
     bleu_score = None
     if bleu:
-        predictions = generate_predictions(network, tokenizer, sources, beam=VALIDATION_BEAM, batch_size=batch_size,
-                                           max_new_tokens=decoding_limit(tokenizer, targets))
+        predictions = generate_predictions(network, tokenizer, sources, beam=beam, batch_size=batch_size,
+                                           max_new_tokens=decoding_limit(target_encoder(tokenizer), targets),
+                                           length_rule=length_rule)
         bleu_score = metrics.bleu(predictions, targets)["score"]
     return ValidationScores(100.0 * matched / len(sources), token_loss / max(tokens, 1), bleu_score)
 
@@ -165,7 +169,7 @@ def teacher_forced(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, s
     device = torch.device(device) if device is not None else next(model.parameters()).device
     was_training = model.training
     model.eval()
-    target_ids = tokenizer(list(targets))["input_ids"]
+    target_ids = tokenizer(text_target=list(targets))["input_ids"]
     producible = [" ".join(tokenizer.decode(ids, skip_special_tokens=True).split()) == " ".join(text.split())
                   for ids, text in zip(target_ids, targets)]
     order = sorted(range(len(sources)), key=lambda index: (len(target_ids[index]), index))

@@ -5,16 +5,29 @@ code"): transformers then prompts "Do you wish to run the custom code? [y/N]", a
 benchbuild runs in batch jobs and treats a model folder as data, so such a folder is refused in one line before
 transformers reads it (`refuse_remote_code`), and every load passes `trust_remote_code=False` as well: neither a
 prompt nor an import can happen.
+
+A run with separate source and target dictionaries is loaded as a `TranslationTokenizer`, which also segments the
+texts of a side whose dictionary was built on segmented words (jieba for Chinese), as the dictionary's
+tokenizer_config.json says: what a saved tokenizer cannot do itself (`training.tokenization` builds them).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import typing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.run_folder import CHECKPOINTS_DIR
+from benchbuild.run_folder import CHECKPOINTS_DIR, TARGET_TOKENIZER_DIR
+from benchbuild.zoo.recipe import Segmenter
+
+SEGMENTERS: tuple[str, ...] = typing.get_args(Segmenter)
+SEGMENT_BOUNDARY = "\u200b"  # ZERO WIDTH SPACE: a word boundary the text does not write as a space
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 
 def refuse_remote_code(path: str | Path) -> None:
@@ -57,17 +70,131 @@ def load_model(folder: str | Path):
 
 
 def load_tokenizer(folder: str | Path):
-    """The tokenizer saved in `folder` (a run folder); an unreadable one is a BenchbuildError naming the folder."""
+    """The tokenizer saved in `folder` (a run folder): its one joint dictionary, or, where `target_tokenizer/` holds a
+    target dictionary beside the source one, both as a `TranslationTokenizer` (which encodes sources, encodes
+    targets with `text_target=`, and decodes target ids). An unreadable one is a BenchbuildError naming the folder."""
+    folder = Path(folder)
+    source = _load_one_tokenizer(folder)
+    if not (folder / TARGET_TOKENIZER_DIR).is_dir():
+        return source
+    return TranslationTokenizer(source, _load_one_tokenizer(folder / TARGET_TOKENIZER_DIR, recovery_for=folder))
+
+
+def _load_one_tokenizer(folder: Path, recovery_for: Path | None = None):
     from transformers import AutoTokenizer
 
-    folder = Path(folder)
     refuse_remote_code(folder)
     try:
         return AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     except Exception as error:  # noqa: BLE001 - a bad tokenizer file raises OSError, ValueError or the tokenizers' own
         raise BenchbuildError(f"the tokenizer in {folder} cannot be loaded ({type(error).__name__}: "
                               f"{' '.join(str(error).split())[:200]}): tokenizer.json or tokenizer_config.json is "
-                              f"missing, truncated or corrupt; {_recovery(folder)}") from error
+                              f"missing, truncated or corrupt; {_recovery(recovery_for or folder)}") from error
+
+
+class TranslationTokenizer:
+    """A run's separate source and target dictionaries behind the calls a run makes of one tokenizer, as
+    transformers' Marian tokenizer with separate vocabularies: `tokenizer(texts)` encodes sources, `tokenizer(
+    text_target=texts)` targets, and `decode` / `batch_decode` read target ids (the model's outputs). Each side
+    segments its texts first when its dictionary was built on segmented text. Special tokens have the same ids in
+    both (`training.tokenization` puts them first), so padding, start and end ids need no side; `len()` is the target
+    dictionary's size, the model's output vocabulary."""
+
+    def __init__(self, source: PreTrainedTokenizerFast, target: PreTrainedTokenizerFast):
+        for name in ("pad_token_id", "bos_token_id", "eos_token_id", "unk_token_id"):
+            if getattr(source, name) != getattr(target, name):
+                raise BenchbuildError(f"the source and target dictionaries give {name} different ids "
+                                      f"({getattr(source, name)} and {getattr(target, name)}): rebuild the run's "
+                                      "dictionaries (benchbuild train ... --overwrite)")
+        self.source, self.target = source, target
+
+    def __call__(self, text: str | Sequence[str] | None = None, text_target: str | Sequence[str] | None = None,
+                 **kwargs: Any):
+        if (text is None) == (text_target is None):
+            raise ValueError("give either `text` (sources) or `text_target` (targets), not both or neither")
+        side, texts = (self.source, text) if text is not None else (self.target, text_target)
+        segmentation = segmentation_of(side)
+        if isinstance(texts, str):
+            return side(segmented_texts([texts], segmentation)[0], **kwargs)
+        return side(segmented_texts(texts, segmentation), **kwargs)
+
+    def decode(self, ids, **kwargs: Any) -> str:
+        return self.target.decode(ids, **kwargs)
+
+    def batch_decode(self, sequences, **kwargs: Any) -> list[str]:
+        return self.target.batch_decode(sequences, **kwargs)
+
+    pad_token_id = property(lambda self: self.target.pad_token_id)
+    bos_token_id = property(lambda self: self.target.bos_token_id)
+    eos_token_id = property(lambda self: self.target.eos_token_id)
+    unk_token_id = property(lambda self: self.target.unk_token_id)
+
+    def __len__(self) -> int:
+        return len(self.target)
+
+    def get_vocab(self) -> dict[str, int]:
+        """The target dictionary (the ids a model predicts)."""
+        return self.target.get_vocab()
+
+    def save_pretrained(self, folder: str | Path) -> None:
+        """The source dictionary at `folder` (what `AutoTokenizer.from_pretrained(folder)` loads), the target one in
+        `folder/target_tokenizer`."""
+        self.source.save_pretrained(folder)
+        self.target.save_pretrained(Path(folder) / TARGET_TOKENIZER_DIR)
+
+
+def target_encoder(tokenizer):
+    """`tokenizer` as a callable that encodes texts as targets (`tokenizer(text_target=...)`): for code that calls a
+    tokenizer on references, such as `zoo.decoding.decoding_limit`; a joint dictionary encodes them alike."""
+    return lambda texts, **kwargs: tokenizer(text_target=texts, **kwargs)
+
+
+def segmentation_of(tokenizer) -> str | None:
+    """The segmenter a dictionary's texts pass through first (its tokenizer_config.json's `segmentation`), if any."""
+    segmentation = getattr(tokenizer, "init_kwargs", {}).get("segmentation")
+    if segmentation is not None and segmentation not in SEGMENTERS:
+        raise BenchbuildError(f"the dictionary asks for segmentation {segmentation!r}, which benchbuild does not know "
+                              f"(known: {', '.join(SEGMENTERS)})")
+    return segmentation
+
+
+def segmented_texts(texts: Sequence[str], segmenter: Segmenter | None) -> list[str]:
+    """`texts` with `SEGMENT_BOUNDARY` between the words `segmenter` finds where a text writes no space (None: the
+    texts as they are)."""
+    if segmenter is None:
+        return list(texts)
+    return [jieba_segmented(text) for text in texts]
+
+
+def jieba_segmented(text: str) -> str:
+    """`text` with `SEGMENT_BOUNDARY` between adjacent words of jieba's segmentation: 004 §3.1 segments CoGnition's
+    Chinese with jieba (github.com/fxsjy/jieba) without saying how, so jieba's `cut` defaults (its default dictionary,
+    HMM for unknown words). Deterministic: one `jieba.Tokenizer` per process, none of jieba's global state (user
+    words) involved.
+    Spaces stay as they are, so segmenting segmented text adds boundaries only inside its words; a zero-width space
+    already in `text` is removed first (it would read as a boundary)."""
+    pieces: list[str] = []
+    after_space = True
+    for word in _jieba().cut(text.replace(SEGMENT_BOUNDARY, "")):
+        space = word.isspace()
+        if not space and not after_space:
+            pieces.append(SEGMENT_BOUNDARY)
+        pieces.append(word)
+        after_space = space
+    return "".join(pieces)
+
+
+@functools.cache
+def _jieba():
+    try:
+        import jieba
+    except ImportError:
+        raise BenchbuildError("segment_source / segment_target = 'jieba' needs the jieba package: "
+                              "pip install jieba") from None
+    import logging
+
+    jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict ..." lines on stderr
+    return jieba.Tokenizer()
 
 
 def _read_json(file: Path) -> Any:

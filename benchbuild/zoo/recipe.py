@@ -22,11 +22,15 @@ Selection = Literal["best_validation", "last"]
 Ties = Literal["latest", "earliest"]
 HeldOutFrom = Literal["random", "end"]
 ValidationMetric = Literal["exact_match", "loss", "bleu"]
+Dictionaries = Literal["joint", "separate"]
+TokenKind = Literal["word", "bpe"]
+Segmenter = Literal["jieba"]
 
 
-_COUNTS = ("steps", "batch_size", "eval_every", "micro_batches", "length_groups", "eval_batch_size")
+_COUNTS = ("steps", "batch_size", "eval_every", "micro_batches", "length_groups", "eval_batch_size", "batch_tokens",
+           "update_freq")
 _POSITIVE = ("learning_rate", "epochs", "eval_every_epochs")
-_NOT_NEGATIVE = ("warmup_steps", "weight_decay", "grad_clip")
+_NOT_NEGATIVE = ("warmup_steps", "weight_decay", "grad_clip", "max_len_a")
 
 
 def _out_of_range(key: str, value: Any) -> str | None:
@@ -46,6 +50,10 @@ def _out_of_range(key: str, value: Any) -> str | None:
         return "must exceed 4 (at least 5)"
     if key in ("adam_beta1", "adam_beta2") and not 0.0 <= value < 1.0:
         return "must be in [0, 1) (an Adam moment decay)"
+    if key == "beam" and not 1 <= value <= 256:
+        return "must be between 1 and 256 (1: greedy)"
+    if key == "max_len_b" and value is not None and not value >= 1:
+        return "must be positive (at least 1)"
     if key == "held_out" and not 0.0 < value <= 0.5:
         return "must be in (0, 0.5]"
     return None
@@ -75,6 +83,17 @@ class TrainingRecipe:
     (`accepts_length_groups`, the zoo Transformer): position-wise layers run once over all parts and only attention
     runs part by part, so more parts (less padding) cost little; 8 was fastest for SCAN batches of 256.
 
+    `batch_tokens` and `update_freq`: batches by tokens, as fairseq's `--max-tokens` and `--update-freq` (the MT
+    recipes of 000, 001 and 004); a recipe gives `batch_size`, `batch_tokens` or both. A token batch is rows of
+    similar length whose padded size, rows × max(longest source, longest target) in tokens with `</s>`, stays within
+    `batch_tokens`; `batch_size`, when the recipe also gives it, caps its rows (fairseq's `--max-sentences`; without
+    it no cap). An optimizer step accumulates `update_freq` token batches, each one forward and backward pass
+    (`micro_batches` and `length_groups` are then unused), its loss the update's summed token loss over its target
+    tokens, as fairseq's trainer divides by the summed sample size (`training.batching.TokenBatches` says how
+    batches are cut and ordered). A train row longer than `batch_tokens` alone stops the run before it trains. The
+    budget and the validation interval are then in steps only (`epochs` and `eval_every_epochs` are refused);
+    run.json records `token_batches_per_epoch`.
+
     `select`: which validated checkpoint the run folder's root holds. `best_validation` keeps the one that scores
     best by `validate_by` (of tied ones, the one `ties` names); `last` keeps the final step's, as papers that train
     for a fixed budget report it (003 §3.2: early stopping on in-distribution validation can halve generalization
@@ -98,13 +117,31 @@ class TrainingRecipe:
     as validation scores it) is recorded in run.json as `train_exact_match` (002 leaves runs under 10% train accuracy
     out of its median).
 
+    `beam`, `max_len_a`, `max_len_b`: how this recipe's runs decode, for `eval` (unless `eval --beam` says otherwise)
+    and for validation BLEU (`validate_by = "bleu"`): a beam of `beam` (1: greedy), at most ⌊max_len_a × |x| + max_len_b⌋
+    tokens before `</s>`, |x| being the batch's longest source in tokens with its `</s>`, as fairseq's
+    `--beam 5 --max-len-a 1.2 --max-len-b 10` (SequenceGenerator: `max_len = a * src_len + b`, src_len the padded
+    batch's length). Without `max_len_b` the cap is the longest reference plus 8 (`decoding.decoding_limit`), which
+    cannot change exact match.
+
+    `dictionaries`: `joint` (default), one vocabulary for sources and targets and one embedding for encoder, decoder
+    and output layer; or `separate`, a source and a target dictionary, as fairseq builds them unless told
+    `--joined-dictionary` (the IWSLT'14 example 000 starts from; CoGnition's scripts, which 004 follows): the encoder
+    embeds source ids, the decoder target ids with the embedding its output layer shares (fairseq's
+    `--share-decoder-input-output-embed`), and `eval` decodes with the target dictionary. `source_tokens` and
+    `target_tokens`: `word` (whitespace words) or `bpe`, default `bpe` when `bpe_vocab_size` is set, else `word`; a
+    joint dictionary tokenizes both sides alike. One BPE of `bpe_vocab_size` is learned on the training text of the
+    sides that use it (both: jointly, as prepare-iwslt14.sh) and each side's dictionary keeps the tokens of its own
+    text. `segment_source` / `segment_target` = "jieba": that side is segmented into words with jieba before BPE
+    (CoGnition's Chinese; needs `separate` and that side's `bpe`). `training.tokenization` says how each is built.
+
     `architecture` (`[recipe.mt.architecture]`): architecture keys this recipe's runs change, merged over the entry's
     `[architecture]` (and under `train`'s architecture overrides): the papers train bigger models on MT than on SCAN,
     and bigger still on the noun-adjective Europarl split (000 App. A.2).
     """
 
-    batch_size: int
     learning_rate: float
+    batch_size: int | None = None
     steps: int | None = None
     epochs: float | None = None
     schedule: Schedule = "constant"
@@ -115,17 +152,27 @@ class TrainingRecipe:
     eval_every: int = 1000
     eval_every_epochs: float | None = None
     bpe_vocab_size: int | None = None
+    dictionaries: Dictionaries = "joint"
+    source_tokens: TokenKind | None = None
+    target_tokens: TokenKind | None = None
+    segment_source: Segmenter | None = None
+    segment_target: Segmenter | None = None
     eval_batch_size: int = 256
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     micro_batches: int = 4
     length_groups: int = 8
+    batch_tokens: int | None = None
+    update_freq: int = 1
     select: Selection = "best_validation"
     validate_by: ValidationMetric = "exact_match"
     ties: Ties = "latest"
     held_out: float = 0.1
     held_out_from: HeldOutFrom = "random"
     score_train: bool = False
+    beam: int = 1
+    max_len_a: float = 0.0
+    max_len_b: int | None = None
     architecture: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -135,6 +182,19 @@ class TrainingRecipe:
         if self.steps is None and self.epochs is None:
             raise BenchbuildError("the recipe gives no step budget: set `steps` (optimizer steps) or `epochs` "
                                   "(passes over the train rows)")
+        self._check_dictionaries()
+        if self.batch_size is None and self.batch_tokens is None:
+            raise BenchbuildError("the recipe gives no batch size: set `batch_size` (rows a batch) or `batch_tokens` "
+                                  "(padded tokens a batch)")
+        if self.batch_tokens is None and self.update_freq != 1:
+            raise BenchbuildError(f"recipe key 'update_freq' = {self.update_freq} counts token batches: set "
+                                  "`batch_tokens` too (a batch of `batch_size` rows accumulates in `micro_batches`)")
+        if self.batch_tokens is not None:
+            by_epochs = [key for key in ("epochs", "eval_every_epochs") if getattr(self, key) is not None]
+            if by_epochs:
+                raise BenchbuildError(f"recipe key {by_epochs[0]!r} cannot go with `batch_tokens`: how many token "
+                                      "batches make an epoch depends on the tokenized data; give `steps` and "
+                                      "`eval_every` in optimizer steps (run.json records `token_batches_per_epoch`)")
 
     @classmethod
     def checked_overrides(cls, overrides: Mapping[str, Any], option: str) -> dict[str, Any]:
@@ -150,6 +210,38 @@ class TrainingRecipe:
     def tokenizer_kind(self) -> str:
         """`bpe` when the recipe names a BPE vocabulary size, else whitespace words."""
         return "word" if self.bpe_vocab_size is None else "bpe"
+
+    @property
+    def source_tokenizer_kind(self) -> str:
+        """How sources are tokenized: `source_tokens`, else `tokenizer_kind`."""
+        return self.source_tokens or self.tokenizer_kind
+
+    @property
+    def target_tokenizer_kind(self) -> str:
+        """How targets are tokenized: `target_tokens`, else `tokenizer_kind`."""
+        return self.target_tokens or self.tokenizer_kind
+
+    def _check_dictionaries(self) -> None:
+        """The vocabulary keys describe dictionaries that can be built (`dictionaries` in the class docstring)."""
+        kinds = {"source": self.source_tokenizer_kind, "target": self.target_tokenizer_kind}
+        for side, kind in kinds.items():
+            if kind == "bpe" and self.bpe_vocab_size is None:
+                raise BenchbuildError(f"recipe key '{side}_tokens' = 'bpe' needs `bpe_vocab_size` (the BPE vocabulary "
+                                      "size)")
+        if self.dictionaries == "joint" and kinds["source"] != kinds["target"]:
+            raise BenchbuildError(f"recipe keys 'source_tokens' = {kinds['source']!r} and 'target_tokens' = "
+                                  f"{kinds['target']!r} differ, but one joint dictionary tokenizes both sides alike: "
+                                  "set dictionaries = 'separate'")
+        for side, segmenter in (("source", self.segment_source), ("target", self.segment_target)):
+            if segmenter is None:
+                continue
+            if self.dictionaries != "separate":
+                raise BenchbuildError(f"recipe key 'segment_{side}' = {segmenter!r} segments one side only: set "
+                                      "dictionaries = 'separate'")
+            if kinds[side] != "bpe":
+                raise BenchbuildError(f"recipe key 'segment_{side}' = {segmenter!r} needs '{side}_tokens' = 'bpe': "
+                                      "word-level ids decode with a space between words, so segmented text would "
+                                      "not decode back as written")
 
     def learning_rate_factor(self, step: int) -> float:
         """Multiplier of `learning_rate` at optimizer step `step` (0-based): linear warm-up, then the schedule."""

@@ -18,8 +18,11 @@ CACHE_FIELD = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "p
 
 
 class ZooConfig(PretrainedConfig):
-    """A seq2seq config over one shared source/target vocabulary.
+    """A seq2seq config over one shared source/target vocabulary of `vocab_size`, or, with `source_vocab_size`, over
+    separate dictionaries: sources of `source_vocab_size` ids, targets (decoder inputs and outputs) of `vocab_size`.
 
+    `source_vocab_size` comes from the run's dictionaries (recipe key `dictionaries`, `training.tokenization`), not
+    from a catalogue entry; a model kind that cannot embed its sources on their own refuses it (`ZooSeq2SeqModel`).
     `use_cache` defaults to `caches_decoder_states`, which a model kind sets when its decoder keeps a key/value
     cache for incremental decoding; a kind without one always decodes by recomputing the prefix.
     """
@@ -28,8 +31,9 @@ class ZooConfig(PretrainedConfig):
     caches_decoder_states = False
 
     def __init__(self, vocab_size: int = 32, pad_token_id: int = 0, bos_token_id: int = 1, eos_token_id: int = 2,
-                 decoder_start_token_id: int | None = None, **kwargs):
+                 decoder_start_token_id: int | None = None, source_vocab_size: int | None = None, **kwargs):
         self.vocab_size = vocab_size
+        self.source_vocab_size = source_vocab_size
         kwargs.setdefault("is_encoder_decoder", True)
         use_cache = kwargs.pop("use_cache", None)
         super().__init__(pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id,
@@ -39,8 +43,10 @@ class ZooConfig(PretrainedConfig):
 
     @classmethod
     def architecture_keys(cls) -> set[str]:
-        """The keyword arguments a catalogue entry's `[architecture]` table may set for this kind."""
-        keys = set()
+        """The keyword arguments a catalogue entry's `[architecture]` table may set for this kind, and
+        `source_vocab_size`, which training passes with the other architecture keys (`training.loop._network`
+        refuses it from an entry or `--architecture`)."""
+        keys = {"source_vocab_size"}
         for klass in cls.__mro__:
             if klass is ZooConfig:
                 break
@@ -73,12 +79,26 @@ class EncoderView:
 
 
 class ZooSeq2SeqModel(PreTrainedModel, GenerationMixin):
-    """Base of the zoo's models: `encode()` + `forward()` in subclasses; generation and loss here."""
+    """Base of the zoo's models: `encode()` + `forward()` in subclasses; generation and loss here.
+
+    A model that takes separate dictionaries (`config.source_vocab_size`) builds a `source_embedding` module for its
+    encoder; one that builds none embeds source and target ids alike (Dangle embeds [source; target prefix] with one
+    embedding) and is refused when its config names a source vocabulary (`post_init`).
+    """
 
     main_input_name = "input_ids"
     base_model_prefix = "zoo"
     supports_gradient_checkpointing = False
     accepts_length_groups = False  # True where `forward(length_groups=...)` trains on a batch's length groups at once
+
+    def post_init(self) -> None:
+        if getattr(self.config, "source_vocab_size", None) is not None and \
+                getattr(self, "source_embedding", None) is None:
+            raise BenchbuildError(f"{self.config.kind}: separate source and target dictionaries (recipe key "
+                                  "dictionaries = 'separate') need a model with an encoder embedding of its own, and "
+                                  "this one embeds source and target ids with one embedding: train it with --set "
+                                  "dictionaries=joint")
+        super().post_init()
 
     def get_encoder(self, modality: str | None = None) -> EncoderView:
         return EncoderView(self)

@@ -6,8 +6,11 @@ Switches (all in `TransformerConfig`):
   symmetric distances in the encoder, causal ones in the decoder; plain attention between encoder and decoder; no
   absolute positions), "t5_bias" (absolute positions plus a learned per-head bias over the signed distance capped
   at ±span in every self-attention, 000 §3), "fixed_span" (absolute positions plus self-attention masked beyond
-  distance span, 000 §3), "none" (no position information at all). 000 built T5 and fixed-span attention as
-  additive masks on a fairseq Transformer with sinusoidal positions, hence absolute positions stay on for them.
+  distance span, 000 §3), "shaw" (learned embeddings of the clipped distance in every self-attention, no absolute
+  positions: 001's relative positions as its authors' code computes them, `Attention._shaw_term`), "none" (no
+  position information at all). 000 built T5 and fixed-span attention as additive masks on a fairseq Transformer
+  with sinusoidal positions, hence absolute positions stay on for them. `max_relative_position` (M, "shaw" only):
+  distances are clipped to ±(M - 1), 2M - 1 embeddings per layer.
 - `embedding_scale`: "teu" (Glorot-initialised embeddings times √d plus positions), "none" (N(0, 1) embeddings
   plus positions), "ped" (Kaiming-normal embeddings, std √(2/d), plus positions / √d), "xavier" (Glorot-initialised
   embeddings, no scaling) — 003 App. D, as its official code initialises them (RobertCsordas/
@@ -56,11 +59,12 @@ from benchbuild.zoo.dropout import Dropout
 from benchbuild.zoo.layer_norm import LayerNorm
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel, check_choice
 
-POSITIONS = ("absolute", "relative", "t5_bias", "fixed_span", "none")
+POSITIONS = ("absolute", "relative", "t5_bias", "fixed_span", "shaw", "none")
 EMBEDDING_SCALES = ("teu", "none", "ped", "xavier")
 MIXERS = ("attention", "conv")
 ABSOLUTE_POSITIONS = ("absolute", "t5_bias", "fixed_span")
-DISTANCE_POSITIONS = ("relative", "t5_bias", "fixed_span")  # add a distance-dependent term to self-attention
+DISTANCE_POSITIONS = ("relative", "t5_bias", "fixed_span", "shaw")  # add a distance-dependent term to self-attention
+SOURCE_SEGMENT, TARGET_SEGMENT = 1, 2  # values of a segment mask (0: padding), read by cross-boundary attention
 
 
 class TransformerConfig(ZooConfig):
@@ -76,8 +80,10 @@ class TransformerConfig(ZooConfig):
                  position: str = "absolute", embedding_scale: str = "teu", universal: bool = False,
                  encoder_self_attention_gate: float | None = None, decoder_self_attention_gate: float | None = None,
                  mixer: str = "attention", span: int = 4, fuse_attention: bool = False, pre_norm: bool = False,
-                 **kwargs):
+                 max_relative_position: int = 16, **kwargs):
         check_choice("transformer", "position", position, POSITIONS)
+        if max_relative_position < 1:
+            raise BenchbuildError(f"transformer: max_relative_position = {max_relative_position} must be at least 1")
         check_choice("transformer", "embedding_scale", embedding_scale, EMBEDDING_SCALES)
         check_choice("transformer", "mixer", mixer, MIXERS)
         if mixer == "conv" and position in DISTANCE_POSITIONS:
@@ -95,11 +101,18 @@ class TransformerConfig(ZooConfig):
         self.encoder_self_attention_gate = encoder_self_attention_gate
         self.decoder_self_attention_gate = decoder_self_attention_gate
         self.mixer, self.span, self.fuse_attention, self.pre_norm = mixer, span, fuse_attention, pre_norm
+        self.max_relative_position = max_relative_position
         super().__init__(**kwargs)
 
 
 class TransformerForSeq2Seq(ZooSeq2SeqModel):
-    """The zoo's Transformer: shared embeddings, tied output layer, switches from `TransformerConfig`."""
+    """The zoo's Transformer: shared embeddings, tied output layer, switches from `TransformerConfig`.
+
+    `embedding` embeds decoder inputs and is the output layer's weight; it embeds the sources too, unless the config
+    has separate dictionaries (`source_vocab_size`): then `source_embedding`, of the source vocabulary, does (fairseq
+    `--share-decoder-input-output-embed` without `--share-all-embeddings`, as mswellhao/Dangle run_react.sh and
+    yafuly/CoGnition scripts/train.sh train). Both combine words with positions alike (`TokenEmbedding`).
+    """
 
     config_class = TransformerConfig
     accepts_length_groups = True
@@ -107,6 +120,8 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
     def __init__(self, config: TransformerConfig):
         super().__init__(config)
         self.embedding = TokenEmbedding(config)
+        self.source_embedding = (TokenEmbedding(config, config.source_vocab_size)
+                                 if config.source_vocab_size is not None else None)
         self.embedding_dropout = Dropout(config.input_dropout)
         self.encoder_stack = Stack(config, decoder=False)
         self.decoder_stack = Stack(config, decoder=True)
@@ -129,8 +144,13 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
         return self.embedding
 
     def encode(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> BaseModelOutput:
-        hidden = self.encoder_stack(self.embedding_dropout(self.embedding(input_ids)), attention_mask)
+        hidden = self.encoder_stack(self.embedding_dropout(self._source_words(input_ids)), attention_mask)
         return BaseModelOutput(last_hidden_state=hidden)
+
+    def _source_words(self, ids: torch.LongTensor, layout: Groups | Packed | None = None) -> torch.Tensor:
+        """Embeddings of source ids: by `source_embedding` with separate dictionaries, else the shared one."""
+        embedding = self.embedding if self.source_embedding is None else self.source_embedding
+        return embedding(ids, layout=layout)
 
     def decode(self, decoder_input_ids: torch.LongTensor, memory: torch.Tensor, memory_mask: torch.Tensor,
                memory_values: torch.Tensor | None = None, cache: EncoderDecoderCache | None = None) -> torch.Tensor:
@@ -151,7 +171,7 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
         function as `forward` on each group, in one pass (`benchbuild.zoo.attention.layouts`).
         """
         batch = GroupedBatch.lay_out(length_groups, self.config.pad_token_id, packed=self._packs(length_groups))
-        memory = self.encoder_stack(self.embedding_dropout(self.embedding(batch.source_ids, layout=batch.sources)),
+        memory = self.encoder_stack(self.embedding_dropout(self._source_words(batch.source_ids, batch.sources)),
                                     None, layout=batch.sources)
         hidden = self.decoder_stack(self.embedding_dropout(self.embedding(batch.target_ids, layout=batch.targets)),
                                     None, memory=Memory(memory, layout=batch.memory), layout=batch.targets)
@@ -219,7 +239,8 @@ class Layer(nn.Module):
         if config.mixer == "conv":
             self.mixer = Convolution(d, config.span, causal=decoder)
         else:
-            self.mixer = Attention(d, heads, config.attention_dropout, config.position, config.span, causal=decoder)
+            self.mixer = Attention(d, heads, config.attention_dropout, config.position, config.span, causal=decoder,
+                                   max_relative_position=config.max_relative_position)
         beta0 = config.decoder_self_attention_gate if decoder else config.encoder_self_attention_gate
         self.gate = SelfAttentionGate(beta0) if beta0 is not None else None
         self.mixer_norm = LayerNorm(d)
@@ -265,13 +286,21 @@ class Layer(nn.Module):
 
 
 class Attention(nn.Module):
-    """Multi-head attention; in self-attention `position` adds its distance-dependent term to the logits."""
+    """Multi-head attention; in self-attention `position` adds its distance-dependent term to the logits.
+
+    "shaw" (`max_relative_position` M): one table R of 2M - 1 learned d_head-vectors per layer, shared by its heads;
+    `segmented` (Dangle's adaptive layers) adds a second table for the target side and two boundary vectors
+    (`_shaw_index`). All start at 0: the official `Embedding` helper (mswellhao/Dangle
+    fairseq/fairseq/modules/multihead_attention_relative.py) draws N(0, d_head^-1/2), then zeroes
+    `weight[padding_idx]`, and with padding_idx None that index is the whole table.
+    """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float, position: str = "none", span: int = 0,
-                 causal: bool = False):
+                 causal: bool = False, max_relative_position: int = 16, segmented: bool = False):
         super().__init__()
         self.num_heads, self.head_dim = num_heads, d_model // num_heads
         self.dropout, self.position, self.span, self.causal = dropout, position, span, causal
+        self.max_relative_position, self.segmented = max_relative_position, segmented
         self.query = nn.Linear(d_model, d_model)
         self.key = nn.Linear(d_model, d_model)
         self.value = nn.Linear(d_model, d_model)
@@ -282,6 +311,11 @@ class Attention(nn.Module):
             self.position_key = nn.Linear(d_model, d_model, bias=False)
             self.content_bias = nn.Parameter(torch.zeros(num_heads, self.head_dim))
             self.position_bias = nn.Parameter(torch.zeros(num_heads, self.head_dim))
+        if position == "shaw":  # official names: distance_embedding_src, _tgt, _st
+            self.distance_table = nn.Parameter(torch.zeros(2 * max_relative_position - 1, self.head_dim))
+            if segmented:
+                self.target_distance_table = nn.Parameter(torch.zeros(2 * max_relative_position - 1, self.head_dim))
+                self.boundary_table = nn.Parameter(torch.zeros(2, self.head_dim))
 
     def reset_parameters(self) -> None:
         if self.position == "t5_bias":
@@ -289,6 +323,14 @@ class Attention(nn.Module):
         if self.position == "relative":
             init.zeros_(self.content_bias)
             init.zeros_(self.position_bias)
+        if self.position == "shaw":
+            for table in self._shaw_tables():
+                init.zeros_(table)
+
+    def _shaw_tables(self) -> list[nn.Parameter]:
+        if self.segmented:
+            return [self.distance_table, self.target_distance_table, self.boundary_table]
+        return [self.distance_table]
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         return x.view(x.size(0), x.size(1), self.num_heads, self.head_dim).transpose(1, 2)
@@ -368,9 +410,16 @@ class Attention(nn.Module):
         masks" on fairseq's Transformer). "fixed_span": b_ij = 0 for |i - j| <= s, -inf beyond (`window`); "t5_bias":
         b_ij = B[h, clamp(i - j, -s, s) + s], one learned (2s + 1)-vector per head and layer, initialised at 0 (000 §3,
         "T5 attention": distances beyond s share b_{±s}; (2s + 1) × n_l × n_h parameters). Both act in encoder and
-        decoder self-attention only, never in cross-attention, and keep the absolute positions."""
+        decoder self-attention only, never in cross-attention, and keep the absolute positions. "shaw": `_shaw_term`;
+        a `segmented` layer reads `key_mask` as a segment mask (SOURCE_SEGMENT / TARGET_SEGMENT, 0 at padding)."""
         bias = None
-        if self.position in ("t5_bias", "relative"):
+        if self.position == "shaw":
+            if self.segmented and (key_mask is None or key_mask.dtype == torch.bool):
+                raise BenchbuildError("cross-boundary attention needs a segment mask (1: source, 2: target, 0: "
+                                      "padding), not a boolean mask")
+            index = self._shaw_index(q.size(2), k.size(2), key_mask if self.segmented else None, q.device)
+            bias = self._shaw_term(q, k, index)
+        elif self.position in ("t5_bias", "relative"):
             distance = distances(q.size(2), k.size(2), q.device)
             if self.position == "t5_bias":
                 bias = self.relative_bias[:, distance.clamp(-self.span, self.span) + self.span].unsqueeze(0).to(q.dtype)
@@ -391,6 +440,46 @@ class Attention(nn.Module):
         scores = torch.einsum("bhqd,hrd->bhqr", q + self.position_bias[None, :, None, :].to(q.dtype), table)
         index = (distance - nearest).expand(q.size(0), self.num_heads, -1, -1)
         return scores.gather(-1, index) / math.sqrt(self.head_dim)
+
+    def _shaw_index(self, length_q: int, length_k: int, segments: torch.Tensor | None,
+                    device: torch.device) -> torch.Tensor:
+        """The row r_ij of the stacked tables that query i and key j read: (Lq, Lk), or (B, L, L) with `segments`.
+
+        Unsegmented (MultiheadAttentionWithRelPos): r_ij = clamp(i - j, -(M - 1), M - 1) + M - 1, the queries being
+        the last Lq of the Lk positions (a cached step's query sits at Lk - 1, as the official single step does).
+        Segmented (MultiheadAttentionWithRelPosCrossBoundry, `segments` (B, L) as SOURCE_SEGMENT / TARGET_SEGMENT,
+        each side one contiguous run): source-source pairs read `distance_table` and target-target pairs
+        `target_distance_table` (rows offset by 2M - 1) at their distance, which is the same counted within the side
+        (as the official code does) or along the row; a pair across the boundary gets no distance but one of two
+        vectors, `boundary_table` row 0 for a source query over a target key, row 1 for a target query over a source
+        key (rows 4M - 2 and 4M - 1). So nothing a source token sees of positions depends on the target side.
+        """
+        reach = self.max_relative_position - 1
+        distance = distances(length_q, length_k, device).clamp(-reach, reach) + reach
+        if segments is None:
+            return distance
+        target = segments.eq(TARGET_SEGMENT)  # padding counts as source: its keys are masked anyway
+        query_target, key_target = target[:, :, None], target[:, None, :]
+        span = 2 * reach + 1
+        same_side = distance + span * query_target.long()
+        across = 2 * span + query_target.long()
+        return torch.where(query_target == key_target, same_side, across)
+
+    def _shaw_term(self, q: torch.Tensor, k: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """(q_i · r_ij + k_j · r_ij) / √d_head for every head (B, H, Lq, Lk), added to the scaled q_i · k_j / √d_head.
+
+        001 App. B cites Shaw et al. (2018) and Huang et al. (2020); the official MultiheadAttentionWithRelPos computes
+        Huang et al.'s key-and-query form: e_ij = (q_i·k_j + q_i·r_ij + k_j·r_ij) · d_head^-1/2, with q and k the
+        projections (biases included) and r_ij = R[`index`] shared by the layer's heads; values get no position term.
+        It runs in encoder and decoder self-attention; cross-attention is fairseq's plain MultiheadAttention.
+        """
+        table = torch.cat(self._shaw_tables()).to(q.dtype)
+        by_query = torch.einsum("bhqd,rd->bhqr", q, table)  # q_i · R[r] for every row r
+        by_key = torch.einsum("bhkd,rd->bhkr", k, table)  # k_j · R[r]
+        index = (index if index.dim() == 3 else index[None])[:, None]
+        index = index.expand(q.size(0), self.num_heads, q.size(2), k.size(2))
+        by_pair = by_query.gather(-1, index) + by_key.gather(-1, index.transpose(-1, -2)).transpose(-1, -2)
+        return by_pair / math.sqrt(self.head_dim)
 
 
 class Convolution(nn.Module):
@@ -456,14 +545,16 @@ class FeedForward(nn.Sequential):
 
 
 class TokenEmbedding(nn.Module):
-    """Word embeddings (shared by encoder, decoder and output layer) combined with positions per 003 App. D."""
+    """Word embeddings combined with positions per 003 App. D: of `vocab_size` words (default: the config's, shared
+    by encoder, decoder and output layer; a source dictionary's for the encoder of separate dictionaries)."""
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, vocab_size: int | None = None):
         super().__init__()
         self.scale = config.embedding_scale
         self.d_model = config.d_model
         self.absolute = config.position in ABSOLUTE_POSITIONS
-        self.weight = nn.Parameter(torch.empty(config.vocab_size, config.d_model))
+        self.weight = nn.Parameter(torch.empty(config.vocab_size if vocab_size is None else vocab_size,
+                                               config.d_model))
 
     def reset_parameters(self) -> None:
         if self.scale in ("teu", "xavier"):

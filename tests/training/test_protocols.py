@@ -217,9 +217,13 @@ def test_a_sweeps_estimate_gives_each_benchmark_its_own_epoch_budget(tiny_scan, 
                           f"[[benchmarks]]\ndata = '{tiny_scan}'\n[[benchmarks]]\ndata = '{half}'\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     sweep = load_sweep(sweep_file)
-    [(model, _, seconds, left, measured)] = estimate(sweep, check_folders(sweep), jobs=1)
-    # Two seeds of ceil(2 × 120 / 16) = 15 steps on `simple` and of ceil(2 × 60 / 16) = 8 on `half`.
-    assert (model, left, measured) == (str(tiny_model), 2 * 15 + 2 * 8, True) and seconds > 0
+    [row] = estimate(sweep, check_folders(sweep), jobs=1)
+    # Two seeds of ceil(2 × 120 / 16) = 15 steps on `simple` and of ceil(2 × 60 / 16) = 8 on `half`; the recipe
+    # validates every 10 steps (and at the last): 2 validations a run on `simple`, 1 on `half`.
+    assert (row.model, row.steps_left, row.measured) == (str(tiny_model), 2 * 15 + 2 * 8, True)
+    assert (row.validations, row.runs_left) == (2 * 2 + 2 * 1, 4) and row.step_seconds > 0
+    assert row.seconds == pytest.approx(row.step_seconds * 46 + row.validation_seconds * 6
+                                        + row.evaluation_seconds * 4)
 
 
 # The recipe keys of a run's identity before the keys above existed.

@@ -112,17 +112,20 @@ def test_selecting_by_bleu_logs_the_bleu_that_eval_gives_the_selected_checkpoint
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(app, ["train", "--model", str(tiny_model), "--data", str(data), "--out", str(run_dir),
                                       "--device", "cpu", "--max-steps", "20", "--set", "eval_every=10", "--set",
-                                      "validate_by=bleu"])
+                                      "validate_by=bleu", "--set", "beam=5"])
     assert result.exit_code == 0, result.output
     bleus = {step: line["validation_bleu"] for step, line in validation_lines(run_dir).items()}
     run = json.loads((run_dir / "run.json").read_text())
     assert run["validate_by"] == "bleu" and run["validation"] == "validation"
     assert run["selected_step"] == max(step for step, bleu in bleus.items() if bleu == max(bleus.values()))
     assert run["validation_bleu"] == max(bleus.values())
+    # `eval` decodes with the recipe's beam (5 here) when no --beam is given, as validation did.
     result = CliRunner().invoke(app, ["eval", "--run", str(run_dir), "--data", str(data), "--split", "validation",
-                                      "--beam", "5", "--batch-size", "256", "--device", "cpu"])
+                                      "--batch-size", "256", "--device", "cpu"])
     assert result.exit_code == 0, result.output
-    assert json.loads((run_dir / "metrics.json").read_text())["bleu"]["score"] == pytest.approx(run["validation_bleu"])
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert (metrics["beam"], metrics["beam_from"]) == (5, "recipe")
+    assert metrics["bleu"]["score"] == pytest.approx(run["validation_bleu"])
 
 
 def test_held_out_sets_the_share_of_train_that_validates_a_run(tiny_scan, tiny_model, tmp_path):

@@ -12,9 +12,9 @@ from benchbuild.zoo import build_model, list_entries, load_entry, register
 
 # What every recipe states itself rather than leaving to TrainingRecipe's defaults: the numbers papers fix (its
 # budget and validation interval in steps or in epochs: `ONE_OF`).
-STATED_RECIPE_KEYS = {"batch_size", "learning_rate", "schedule", "warmup_steps", "label_smoothing", "grad_clip",
+STATED_RECIPE_KEYS = {"learning_rate", "schedule", "warmup_steps", "label_smoothing", "grad_clip",
                       "weight_decay"}
-ONE_OF = ({"steps", "epochs"}, {"eval_every", "eval_every_epochs"})
+ONE_OF = ({"steps", "epochs"}, {"eval_every", "eval_every_epochs"}, {"batch_size", "batch_tokens"})
 ISSUE_MODELS = {"transformer", "transformer_ped", "transformer_noscale", "universal_transformer",
                 "relative_transformer", "relative_universal_transformer", "sag", "sag_conv", "sag_fixed_span",
                 "sag_t5", "fusion", "dangle", "rdangle_shr", "rdangle_sep", "syntactic_attention", "lstm_attention",

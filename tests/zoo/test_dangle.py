@@ -19,9 +19,10 @@ def logits(model, decoder_ids=TARGET):
 
 
 def test_source_then_prefix_packs_each_row_without_inner_padding():
-    combined, mask = source_then_prefix(SOURCE, SOURCE.ne(PAD), TARGET[:, :2], PAD)
-    assert combined.tolist() == [[5, 6, 7, 8, 1, 11], [9, 10, 1, 15, PAD, PAD]]
-    assert mask.tolist() == [[True] * 6, [True] * 4 + [False] * 2]
+    index, segments = source_then_prefix(SOURCE.ne(PAD), torch.tensor([2, 2]), 2, end_token=True)
+    # Each row's pool: source positions 0-3, prefix 4-5, the end-of-prefix vector 6, a zero vector 7.
+    assert index.tolist() == [[0, 1, 2, 3, 4, 5, 6], [0, 1, 4, 5, 6, 7, 7]]
+    assert segments.tolist() == [[1, 1, 1, 1, 2, 2, 2], [1, 1, 2, 2, 2, 0, 0]]
 
 
 def test_dangle_re_encodes_the_prefix_at_every_step():

@@ -91,11 +91,14 @@ def test_a_variant_inherits_a_recipes_table_with_the_recipe_and_replaces_it_whol
 
 
 def test_an_entry_file_without_a_table_inherits_and_one_with_a_table_keeps_only_its_own(tmp_path):
+    transformer = load_entry("transformer").fidelity
     inherited = load_entry(write_entry(tmp_path, ENTRY))
-    assert inherited.fidelity == {"scan": load_entry("transformer").fidelity["scan"]}
+    # Every own-paper recipe's table comes with its recipe; another paper's (scan_000, mt_001) does not.
+    assert inherited.fidelity == {family: transformer[family] for family in ("scan", "mt", "nounadj")}
     own = load_entry(write_entry(tmp_path, ENTRY + TABLE))
-    assert own.fidelity == {"scan": {"sources": ["003 Table 4"], "differences": [
-        {"what": "width", "paper": "128", "ours": "256", "why": "a test"}]}}
+    assert own.fidelity["scan"] == {"sources": ["003 Table 4"], "differences": [
+        {"what": "width", "paper": "128", "ours": "256", "why": "a test"}]}
+    assert own.fidelity["mt"] == transformer["mt"]
 
 
 @pytest.mark.parametrize("text, message", [

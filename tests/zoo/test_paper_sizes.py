@@ -64,15 +64,18 @@ SETUPS = (
     PaperSetup("001 §5 + App. B, Transformer (our implementation): transformer_iwslt_de_en widened to 12 + 12 "
                "layers, attention dropout 0.3, activation dropout 0.4, pre-norm, relative positions",
                "001", ("react/",), frozenset({"transformer"}),
-               dict(d_model=512, d_ff=1024, num_heads=4, encoder_layers=12, decoder_layers=12, dropout=0.3,
-                    attention_dropout=0.3, activation_dropout=0.4, pre_norm=True, position="relative"),
+               dict(d_model=512, d_ff=1024, num_heads=4, encoder_layers=12, decoder_layers=12, dropout=0.4,
+                    attention_dropout=0.3, activation_dropout=0.4, pre_norm=True, position="shaw",
+                    max_relative_position=16),  # run_react.sh: --dropout 0.4 --max-relative-position 16
                dict(learning_rate=5e-4, schedule="inverse_sqrt", warmup_steps=4000)),
     PaperSetup("001 §5 + App. B, Dangle / R-Dangle: transformer_iwslt_de_en sizes, 12-layer decoder, k1 = 2 "
                "adaptive + k2 = 10 source layers (R-Dangle_sep: k2 = 8), attention dropout 0.3, activation dropout "
-               "0.4, pre-norm, relative positions",
+               "0.4, pre-norm, relative positions; as mswellhao/Dangle run_react.sh runs it (--dropout 0.4, "
+               "--max-relative-position 16) and transformer_rdangle_kv_shared.py builds it (8 heads in the k1 layers)",
                "001", ("cognition/", "react/"), DANGLE_MODELS,
-               dict(d_model=512, d_ff=1024, num_heads=4, decoder_layers=12, adaptive_layers=2, dropout=0.3,
-                    attention_dropout=0.3, activation_dropout=0.4, pre_norm=True, position="relative"),
+               dict(d_model=512, d_ff=1024, num_heads=4, decoder_layers=12, adaptive_layers=2, dropout=0.4,
+                    attention_dropout=0.3, activation_dropout=0.4, pre_norm=True, position="shaw",
+                    max_relative_position=16, adaptive_heads=8),
                dict(learning_rate=5e-4, schedule="inverse_sqrt", warmup_steps=4000)),
     PaperSetup("004 §3.1, CoGnition (hidden 512, FFN 1024, 6 + 6 layers, 4 heads; Adam (0.9, 0.98), lr 5e-4, "
                "4000 warm-up, 100k steps)",
@@ -176,10 +179,11 @@ def test_scan_models_have_003_table_5s_parameter_counts(name, stated):
 
 def test_001s_models_on_machine_translation_have_one_size():
     # 001 App. B: R-Dangle_sep's 12 differently parametrized encoder layers keep "identical model size" to the
-    # baselines (Dangle and the 12-layer Transformer).
+    # baselines (Dangle and the 12-layer Transformer). Up to what the authors' code adds besides the layers: the
+    # type and end vectors (512 each), the cross-boundary layers' second distance table, R-Dangle_sep's value norm.
     sizes = {name: parameters(load_entry(name), "mt", 10_000) for name in DANGLE_MODELS}
     sizes["transformer"] = parameters(load_entry("transformer"), "mt_001", 10_000)
-    assert len(set(sizes.values())) == 1, sizes
+    assert max(sizes.values()) - min(sizes.values()) <= 4_000, sizes
 
 
 def test_the_react_ensembles_default_member_is_iwslt_sized():
