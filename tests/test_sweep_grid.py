@@ -58,6 +58,16 @@ def _write(tmp_path: Path, grid: str, models: str = '["transformer"]') -> Path:
     return path
 
 
+def test_the_jump_sweep_is_table3s_grid_for_the_transformer_and_sag_t5_on_addprim_jump():
+    """Issue #33's GPU sweep: table3_000.toml's configurations of the two models it compares, on jump only."""
+    jump, whole = (load_sweep(ROOT / "pipelines" / name) for name in ("table3_000_jump.toml", "table3_000.toml"))
+    assert jump.configurations() == {"transformer": 24, "sag_t5": 24} and len(jump.runs) == 48 * 3
+    assert {spec.benchmark for spec in jump.runs} == {"scan/addprim_jump"}
+    same = {(spec.model, spec.configuration, spec.seed) for spec in whole.runs
+            if spec.model in ("transformer", "sag_t5") and spec.benchmark == "scan/addprim_jump"}
+    assert {(spec.model, spec.configuration, spec.seed) for spec in jump.runs} == same
+
+
 def test_the_table3_grid_has_000s_configurations_per_model():
     sweep = load_sweep(ROOT / "pipelines" / "table3_000.toml")
     assert sweep.configurations() == {"transformer": 24, "sag": 24, "sag_conv": 48, "sag_fixed_span": 24,
