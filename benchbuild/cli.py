@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from typer._click.exceptions import ClickException  # typer vendors click: its own exception classes
-from typer.core import TyperArgument
+from typer.core import TyperArgument, TyperGroup
 from rich.console import Console
 
 from benchbuild import __version__
@@ -33,12 +33,32 @@ from benchbuild.scan.parameters import ScanParameters
 if TYPE_CHECKING:
     from benchbuild.benchmark import Benchmark
 
+class _CommandList(TyperGroup):
+    """The command group, whose `--help` lists each command with its docstring's first sentence, hard line breaks
+    joined (click's default cuts the docstring at ~45 characters with "...", mid-sentence)."""
+
+    def format_commands(self, ctx, formatter) -> None:
+        import re
+
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and command.short_help is None and command.help:
+                text = " ".join(command.help.split())
+                # A sentence ends at "; " or at ". " before a capital ("et al. 2021", "s.e. over" go on).
+                command.short_help = re.split(r";\s|(?<=\.)\s(?=[A-Z])", text, maxsplit=1)[0].rstrip(".;")
+        super().format_commands(ctx, formatter)
+
+
 app = typer.Typer(
+    cls=_CommandList,
     name="benchbuild",
     help="Build compositional-generalization benchmarks as Hugging Face datasets, and train and score models on them.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain (click) help: option names in full at 80 columns, flags without a "<bool>" metavar, every line wrapped to
+    # the terminal; the command list shows each command's first sentence (`_CommandList`).
+    rich_markup_mode=None,
 )
 console = Console(stderr=True)
 out = Console()
@@ -105,7 +125,7 @@ def build_scan_command(
 
 @app.command("run")
 def run_command(
-    recipe: Annotated[Path, typer.Argument(help="A pipeline TOML: \\[\\[steps]] tables, each a command and its options.")],
+    recipe: Annotated[Path, typer.Argument(help="A pipeline TOML: [[steps]] tables, each a command and its options.")],
 ) -> None:
     """Run a pipeline recipe: each step is a benchbuild command with its options (all checked before any runs)."""
     plan = _plan_recipe(recipe, stack=())
@@ -460,6 +480,56 @@ def eval_command(
     out.print_json(data=metrics)
 
 
+def _optional_device(value: str | None) -> str | None:
+    """`--device` of a command whose default is the recorded device: checked like every `--device` when given."""
+    from benchbuild.device import check_device
+
+    if value is None:
+        return None
+    try:
+        return check_device(value)
+    except BenchbuildError as error:
+        raise typer.BadParameter(str(error)) from None
+
+
+@app.command("reproduce")
+def reproduce_command(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN", help="A trained (and evaluated) run folder.",
+                                            show_default=False)],
+    out_dir: Annotated[Path, typer.Option("--out", help="The new run folder to train and evaluate into.")],
+    data: Annotated[Optional[Path], typer.Option("--data", help="The benchmark folder the run trained on (default: "
+                                                 "the one run.json records, relative to the run folder); checked "
+                                                 "against the recorded fingerprint.")] = None,
+    model: Annotated[Optional[Path], typer.Option("--model", help="The model .toml of a run trained from a file of "
+                                                  "yours (default: the recorded one); checked against its recorded "
+                                                  "sha256.")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", metavar="auto|cpu|cuda|cuda:N",
+                                                  callback=_optional_device, help="Where to train and decode: auto, "
+                                                  "cpu, cuda or cuda:N (default: the recorded device).")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run folder at --out.")] = False,
+) -> None:
+    """Re-run a run's recorded training and evaluations into a new folder and say which metrics agree: exactly on
+    the same device and software, else within the recorded CI. Exits 1 when one that should be identical is not."""
+    from benchbuild.reproduce import reproduce
+
+    done = reproduce(run_dir, out_dir, data=data, model=model, device=device, overwrite=overwrite, progress=True)
+    show = dict(markup=False, highlight=False, soft_wrap=True)
+    out.print(f"reproduced {run_dir} into {out_dir}", **show)
+    if done.exact:
+        out.print("same device, software, thread count and steps: every number should be identical", **show)
+    else:
+        out.print("not expected identical (" + "; ".join(done.why_not_exact) + "): a number agrees within its "
+                  "recorded 95% CI, else differs", **show)
+    for agreement in done.agreements:
+        out.print(agreement.line(), **show)
+    for file, same, rows in done.predictions:
+        out.print(f"{file}: {same:,} of {rows:,} predictions identical", **show)
+    if done.failures:
+        raise BenchbuildError(f"{len(done.failures)} of {len(done.agreements)} numbers differ although the device, "
+                              f"software, thread count and steps are the run's: "
+                              f"{', '.join(a.metric for a in done.failures[:5])}")
+
+
 @app.command("score")
 def score_command(
     data: Annotated[Path, typer.Option("--data", help="The benchmark folder the predictions are for.")],
@@ -486,10 +556,11 @@ def score_command(
 
 @app.command("report")
 def report_command(
-    run_dirs: Annotated[list[Path], typer.Argument(help="Evaluated run folders (seeds of a model are averaged).")],
+    run_dirs: Annotated[Optional[list[Path]], typer.Argument(
+        help="Evaluated run folders (seeds of a model are averaged).", show_default=False)] = None,
     prefix: Annotated[Optional[Path], typer.Option(
-        "--out", help="Writes PREFIX.md, .csv, .tex, .html and the figures in PREFIX_files/ (default: report.* "
-        "beside the first run folder, in its parent folder).")] = None,
+        "--out", help="Writes PREFIX.md, .csv, .tex with its references in .bib, .html and the figures in "
+        "PREFIX_files/ (default: report.* beside the first run folder, in its parent folder).")] = None,
     formats: Annotated[str, typer.Option(
         "--format", callback=format_option,
         help="Comma-separated formats to write: md, csv, tex, html (figures come with tex and html).")
@@ -497,13 +568,32 @@ def report_command(
     data: Annotated[Optional[list[Path]], typer.Option(
         "--data", help="A benchmark folder (repeatable): its degree or length histograms, and its rows for figures "
         "whose evaluations did not record where their benchmark is.")] = None,
+    compare: Annotated[Optional[tuple[Path, Path]], typer.Option(
+        "--compare", metavar="A B", show_default=False,
+        help="Instead of a report, test whether two runs, or two folders of runs (a model's seeds), differ on each "
+        "benchmark split both evaluated: McNemar's exact test (exact match) and sacrebleu's paired bootstrap (BLEU) "
+        "over the test rows, Welch's t-test over seeds; prints each p-value.")] = None,
 ) -> None:
     """Tables, figures and an HTML page of model × benchmark split: mean ± s.e. over seeds and, beside the paper's
-    number, ours by the paper's statistic; notes name what still differs from the paper."""
-    from benchbuild.evaluation.report import markdown_table
+    number where the runs were made as it was (else apart, saying what differs), ours by the paper's statistic."""
     from benchbuild.report.formats import parse_formats
+    from benchbuild.report.markdown import markdown_table
     from benchbuild.report.write import write_report
 
+    if compare is not None:
+        from benchbuild.evaluation.uncertainty import compare_runs, comparison_text, run_group
+        from benchbuild.report.runs import read_runs
+
+        if run_dirs:
+            raise typer.BadParameter("it takes its two runs or folders of runs itself: give no other run folder",
+                                     param_hint="'--compare'")
+        a_runs, b_runs = (read_runs(run_group(folder)) for folder in compare)
+        out.print(comparison_text(str(compare[0]), a_runs, str(compare[1]), b_runs, compare_runs(a_runs, b_runs)),
+                  markup=False, highlight=False, soft_wrap=True)
+        return
+    if not run_dirs:
+        raise typer.BadParameter("give one or more evaluated run folders (or --compare A B)",
+                                 param_hint="'run_dirs'")
     report = write_report(run_dirs, prefix if prefix is not None else run_dirs[0].resolve().parent / "report",
                           parse_formats(formats), data or ())
     out.print(markdown_table(report.rows), markup=False, highlight=False, soft_wrap=True)
@@ -605,8 +695,8 @@ def stats_command(
 @app.command("sweep")
 @with_parameters
 def sweep_command(
-    sweep_file: Annotated[Path, typer.Argument(help="A sweep TOML: models, \\[\\[benchmarks]], seeds, budget, overrides, "
-                                               "an architecture \\[\\[grid]] (see pipelines/sweep_smoke.toml, "
+    sweep_file: Annotated[Path, typer.Argument(help="A sweep TOML: models, [[benchmarks]], seeds, budget, overrides, "
+                                               "an architecture [[grid]] (see pipelines/sweep_smoke.toml, "
                                                "pipelines/table3_000.toml).")],
     engine: EngineParameters,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="With --engine local: runs at once, each in its own "
@@ -679,7 +769,7 @@ def publish_command(
     """Write a benchmark as a dataset to release: Hub-ready parquet splits and card, croissant.json (Croissant 1.0 with
     its Responsible-AI fields) and CITATION.bib (the papers it follows and benchbuild). mlcroissant must load
     croissant.json and yield every split's rows before anything is put in place; it is the `publish` extra (pip
-    install 'benchbuild\\[publish]'): without it the command stops before writing anything. What only the author can
+    install 'benchbuild[publish]'): without it the command stops before writing anything. What only the author can
     say is left as "TODO (author): ..." placeholders, listed on stderr."""
     from benchbuild.publishing.publish import publish, require_mlcroissant
 

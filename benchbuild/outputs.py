@@ -98,7 +98,8 @@ def is_metrics_file(path: Path) -> bool:
 
 # How each report format begins (the html: its generator tag, within its head).
 REPORT_SIGNATURES = {".md": "| model | benchmark |", ".csv": "model,benchmark,split,metric,",
-                     ".tex": "% Written by `benchbuild report`", ".html": '<meta name="generator" content="benchbuild report">'}
+                     ".tex": "% Written by `benchbuild report`", ".bib": "% Written by `benchbuild report`",
+                     ".html": '<meta name="generator" content="benchbuild report">'}
 
 
 def is_report_file(path: Path) -> bool:

@@ -1,13 +1,17 @@
 """The papers benchbuild implements, by the id the catalogue and the docs cite them with (000-004).
 
 The ids are those of the texts in `../shared/papers/` (`000_….txt` …); a catalogue entry's `paper` and a reported
-number's `table` ("000 Table 3") start with them, and `benchbuild zoo --papers` prints this table. Here too: the
-catalogue's reported numbers and fidelity tables in words, as `benchbuild zoo` prints them.
+number's `table` ("000 Table 3") start with them, and `benchbuild zoo --papers` prints this table. The ids are for
+the catalogue and the command line; what a reader sees names a paper by authors and year ("Chaabouni et al. (2021),
+Table 3": `source_in_words`) and cites it from BibTeX entries generated here (`Paper.bibtex`, keys such as
+`chaabouni2021`). Here too: the catalogue's reported numbers and fidelity tables in words, as `benchbuild zoo` prints
+them.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -17,14 +21,57 @@ class Paper:
     """One paper: its full citation and what benchbuild takes from it."""
 
     id: str
-    authors: str
+    authors: str  # "First Last, First Last, ...", as the paper lists them
     title: str
-    venue: str
+    venue: str  # the proceedings, or "arXiv:NNNN.NNNNN" for a preprint
     year: int
     implements: str
+    pages: str = ""  # "313-327"
+    note: str = ""  # what a reader needs besides: an earlier version, a later revision
 
     def citation(self) -> str:
-        return f"{self.authors} ({self.year}). {self.title}. {self.venue}."
+        venue = self.venue + (f", pages {self.pages}" if self.pages else "") + (f" ({self.note})" if self.note else "")
+        return f"{self.authors} ({self.year}). {self.title}. {venue}."
+
+    @property
+    def surnames(self) -> list[str]:
+        """The authors' last names, in order: the last word of each name."""
+        return [name.split()[-1] for name in self.authors.split(", ")]
+
+    @property
+    def in_text(self) -> str:
+        """The paper as a text citation names it (natbib's `\\citet`): "Chaabouni et al. (2021)", "Zheng and Lapata
+        (2023)"."""
+        names = self.surnames
+        who = names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2 else f"{names[0]} et al."
+        return f"{who} ({self.year})"
+
+    @property
+    def bibtex_key(self) -> str:
+        """First author's last name (ASCII, lower case) and year, "chaabouni2021"; where another paper of `PAPERS`
+        shares that, the first word of the title follows ("zheng2023real", "zheng2023layer")."""
+        key = f"{_ascii_word(self.surnames[0])}{self.year}"
+        if any(other.id != self.id and f"{_ascii_word(other.surnames[0])}{other.year}" == key
+               for other in PAPERS.values()):
+            key += next(word for word in map(_ascii_word, re.split(r"[\s-]+", self.title))
+                        if word not in ("", "a", "an", "the"))
+        return key
+
+    def bibtex(self) -> str:
+        """The paper as a BibTeX entry: `@inproceedings` (its venue as `booktitle`), or `@misc` for a preprint; the
+        title braced once more, so a style keeps its capitals."""
+        preprint = self.venue.startswith("arXiv:")
+        fields = {"author": " and ".join(_bibtex_name(name) for name in self.authors.split(", ")),
+                  "title": f"{{{_bibtex_text(self.title)}}}",
+                  ("howpublished" if preprint else "booktitle"): _bibtex_text(self.venue),
+                  "year": str(self.year)}
+        if self.pages:
+            fields["pages"] = self.pages.replace("-", "--")
+        if self.note:
+            fields["note"] = _bibtex_text(self.note)
+        width = max(map(len, fields))
+        body = ",\n".join(f"  {name.ljust(width)} = {{{value}}}" for name, value in fields.items())
+        return f"@{'misc' if preprint else 'inproceedings'}{{{self.bibtex_key},\n{body}\n}}"
 
 
 PAPERS: dict[str, Paper] = {paper.id: paper for paper in (
@@ -41,8 +88,9 @@ PAPERS: dict[str, Paper] = {paper.id: paper for paper in (
     Paper("002", "Jacob Russin, Jason Jo, Randall C. O'Reilly, Yoshua Bengio",
           "Compositional Generalization by Factorizing Alignment and Translation",
           "Proceedings of the 58th Annual Meeting of the Association for Computational Linguistics: Student Research "
-          "Workshop, pages 313-327 (first on arXiv as 1904.09708, 2019)", 2020,
-          "Syntactic Attention (§2), SCAN grammar and semantics (App. A), template splits (App. D.3)"),
+          "Workshop", 2020,
+          "Syntactic Attention (§2), SCAN grammar and semantics (App. A), template splits (App. D.3)",
+          pages="313-327", note="first on arXiv as 1904.09708, 2019"),
     Paper("003", "Róbert Csordás, Kazuki Irie, Jürgen Schmidhuber",
           "The Devil is in the Detail: Simple Tricks Improve Systematic Generalization of Transformers",
           "Proceedings of the 2021 Conference on Empirical Methods in Natural Language Processing (EMNLP)", 2021,
@@ -51,9 +99,60 @@ PAPERS: dict[str, Paper] = {paper.id: paper for paper in (
     Paper("004", "Yafang Zheng, Lei Lin, Zhaohong Lai, Binling Wang, Shan Liu, Biao Fu, Wenhao Rao, Peigen Ye, "
           "Yidong Chen, Xiaodong Shi",
           "Layer-wise Representation Fusion for Compositional Generalization",
-          "arXiv:2307.10799v1 (the FUSION version; revised as LRF for AAAI 2024)", 2023,
-          "fuse-attention module (§2.2), CTER on CoGnition (§3.1)"),
+          "arXiv:2307.10799v1", 2023, "fuse-attention module (§2.2), CTER on CoGnition (§3.1)",
+          note="the FUSION version; revised as LRF for AAAI 2024"),
 )}
+
+
+_BIBTEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_"}
+
+
+def _bibtex_text(text: str) -> str:
+    """`text` in a BibTeX field: LaTeX's special characters escaped (a .bib file is read as UTF-8)."""
+    return "".join(_BIBTEX_SPECIAL.get(character, character) for character in text)
+
+
+def _bibtex_name(name: str) -> str:
+    """"Randall C. O'Reilly" as BibTeX's "O'Reilly, Randall C."."""
+    *given, last = name.split()
+    return _bibtex_text(", ".join(filter(None, (last, " ".join(given)))))
+
+
+def _ascii_word(word: str) -> str:
+    """`word` in lower-case ASCII letters, accents dropped: "Csordás" -> "csordas"."""
+    return re.sub(r"[^a-z]", "", unicodedata.normalize("NFKD", word).encode("ascii", "ignore").decode().lower())
+
+
+_SOURCE = re.compile(r"^(\d{3})(?!\d)[ ,]*(.*)$", re.DOTALL)
+
+
+def source_parts(source: str) -> tuple[Paper | None, str]:
+    """A reported number's `table` as its paper and where in it: "000 Table 3" -> (PAPERS["000"], "Table 3"); (None,
+    the text as it is) when it does not start with the id of a paper of `PAPERS`."""
+    found = _SOURCE.match(source.strip())
+    if found is None or found.group(1) not in PAPERS:
+        return None, source
+    return PAPERS[found.group(1)], found.group(2)
+
+
+def cited_paper(source: str) -> Paper | None:
+    """The paper a reported number's `table` ("000 Table 3") cites, when `PAPERS` has it."""
+    return source_parts(source)[0]
+
+
+def source_in_words(source: str) -> str:
+    """A reported number's `table` with its paper named by authors and year: "000 Table 3" -> "Chaabouni et al.
+    (2021), Table 3"; a reference that does not start with a paper of `PAPERS` is returned as it is."""
+    paper, where = source_parts(source)
+    if paper is None:
+        return source
+    return f"{paper.in_text}, {where}" if where else paper.in_text
+
+
+def bibtex_file(papers: Iterable[Paper] | None = None) -> str:
+    """The BibTeX entries of `papers` (default: every paper of `PAPERS`), a blank line between them."""
+    papers = PAPERS.values() if papers is None else papers
+    return "% UTF-8\n\n" + "\n\n".join(paper.bibtex() for paper in papers) + "\n"
 
 
 def cited_ids(text: str) -> list[str]:

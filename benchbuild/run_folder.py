@@ -11,14 +11,23 @@ record a line: `step`, `loss`, `lr` every few steps, and `step`, `validation_exa
 `run.json` (the run's identity, which a resumption must match, its arguments, and how far it got: `status` is
 `running`, `complete`, or `failed` with the step and reason), and, once evaluated, `predictions.jsonl` and
 `metrics.json`.
+
+What these files record is enough to re-run the run (`benchbuild reproduce`) and holds no absolute path of the machine
+it ran on: a path is recorded relative to the folder of the file that records it (`portable_path`, read back with
+`recorded_path`; files written before that hold absolute paths, which read back the same), the catalogue entry by name
+or, for an entry file of the user's, by its path and sha256 (`entry_record`), the benchmark by its fingerprint
+(`benchmark_fingerprint`), and the software and device by `environment` and `device_record`.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from benchbuild.atomic import append_line, atomic_file, write_file
 from benchbuild.errors import BenchbuildError
@@ -203,3 +212,183 @@ def read_metrics(path: Path) -> dict[str, Any]:
     if not isinstance(metrics, dict):
         raise BenchbuildError(f"{path} is not a metrics file: evaluate the run again (benchbuild eval ...)")
     return metrics
+
+
+def portable_path(path: str | Path, folder: str | Path) -> str | None:
+    """`path` relative to `folder` (both resolved), as a file in `folder` records it; None where the two share no
+    folder below the filesystem's root, for a path that climbs to the root spells out the machine's absolute path."""
+    target, base = Path(os.path.abspath(path)).resolve(), Path(os.path.abspath(folder)).resolve()
+    common = Path(os.path.commonpath([target, base]))
+    if common == Path(common.anchor):
+        return None
+    return os.path.relpath(target, base)
+
+
+def recorded_path(folder: str | Path, recorded: Any) -> Path | None:
+    """The path a file in `folder` recorded (`portable_path`: relative to `folder`; an absolute one, as files
+    written before paths were recorded relative hold, as it is); None when nothing was recorded."""
+    if not isinstance(recorded, str) or not recorded:
+        return None
+    if Path(recorded).is_absolute():
+        return Path(recorded)
+    return Path(os.path.normpath(Path(os.path.abspath(folder)).resolve() / recorded))
+
+
+def benchmark_fingerprint(split_fingerprints: Mapping[str, str]) -> str:
+    """One fingerprint of a whole benchmark: the sha256 of its splits' names and content fingerprints (`build.json`'s
+    `splits`), equal iff every split holds the same rows."""
+    canonical = json.dumps(sorted(split_fingerprints.items()), separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def entry_record(entry: Any, run_dir: Path) -> dict[str, Any]:
+    """How `run.json` names the catalogue entry a run trained: `model_entry` is the name of an entry the package ships
+    (`benchbuild zoo` lists it), else the entry file's path relative to the run folder (None where only an absolute
+    path reaches it) with the file's sha256 in `model_entry_sha256`, so a changed file is noticed."""
+    from benchbuild.fingerprint import sha256_file
+    from benchbuild.zoo.catalogue import CATALOGUE
+
+    shipped = CATALOGUE / f"{entry.path.stem}.toml"
+    if shipped.is_file() and shipped.resolve() == Path(entry.path).resolve():
+        return {"model_entry": entry.path.stem}
+    return {"model_entry": portable_path(entry.path, run_dir), "model_entry_sha256": sha256_file(entry.path)}
+
+
+def recorded_entry(run_dir: str | Path, record: Mapping[str, Any]) -> str | None:
+    """What `zoo.load_entry` takes for the entry `run.json` names (`entry_record`): a catalogue name as it is, an
+    entry file's path resolved against the run folder (an absolute one, of older run folders, as it is)."""
+    recorded = record.get("model_entry")
+    if not isinstance(recorded, str) or not recorded:
+        return None
+    if not recorded.endswith(".toml"):
+        return recorded
+    return str(recorded_path(run_dir, recorded))
+
+
+# The libraries whose versions decide what a run computes, recorded in run.json's `environment`.
+RECORDED_PACKAGES = ("torch", "transformers", "datasets", "sacrebleu", "tokenizers", "accelerate")
+
+
+def environment() -> dict[str, Any]:
+    """The software a run ran on: Python's, benchbuild's and `RECORDED_PACKAGES`' versions, and, where benchbuild runs
+    from a git checkout, its commit and whether the checkout's package folder had uncommitted changes (None for
+    both when it is installed from a wheel)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    from benchbuild import __version__
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    commit, dirty = benchbuild_commit()
+    return {"python": platform.python_version(), "benchbuild": __version__, "benchbuild_commit": commit,
+            "benchbuild_dirty": dirty, **{name: installed(name) for name in RECORDED_PACKAGES}}
+
+
+@functools.lru_cache(maxsize=1)
+def benchbuild_commit() -> tuple[str | None, bool | None]:
+    """`git rev-parse HEAD` of the checkout benchbuild's package folder is in, and whether `git status` lists a change
+    in that folder (new files too); (None, None) when the folder is no tracked part of a git checkout (a wheel
+    installed in a virtual environment that lies inside some repository is not)."""
+    import subprocess
+
+    package = Path(__file__).resolve().parent
+
+    def git(*arguments: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(package), *arguments], capture_output=True, text=True,
+                                  timeout=30, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    if git("ls-files", "--error-unmatch", Path(__file__).name) is None:
+        return None, None
+    head, status = git("rev-parse", "HEAD"), git("status", "--porcelain", "--", ".")
+    if head is None:
+        return None, None
+    return head.strip(), None if status is None else bool(status.strip())
+
+
+def device_record(device: Any) -> dict[str, Any]:
+    """What a run's device was, beyond `cpu` or `cuda:N`: the GPU's name and the CUDA version torch was built with,
+    or the CPU's model (where the system says it) and no CUDA version."""
+    import torch
+
+    if getattr(device, "type", str(device)) == "cuda":
+        return {"device_name": torch.cuda.get_device_name(device), "cuda": torch.version.cuda}
+    return {"device_name": _cpu_model(), "cuda": None}
+
+
+def _cpu_model() -> str | None:
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or None
+
+
+def train_command_line(model: str | Path, data: str | Path, out: str | Path, arguments: Mapping[str, Any]) -> str:
+    """The `benchbuild train` command of a run: the options it was given (`arguments`, as `train` takes them: seed,
+    max_steps, max_minutes, device, recipe, overrides, validation_split), paths as typed where relative, an absolute
+    one relative to the current folder (`typed_path`). Architecture overrides, which a sweep's grid gives and `train`
+    has no option for, are in `run.json`'s `architecture_overrides` only."""
+    import shlex
+
+    model_text = typed_path(model) if str(model).endswith(".toml") else str(model)
+    words = ["benchbuild", "train", "--model", model_text, "--data", typed_path(data), "--out", typed_path(out)]
+    options = (("--seed", "seed"), ("--max-steps", "max_steps"), ("--max-minutes", "max_minutes"),
+               ("--device", "device"), ("--recipe", "recipe"), ("--validation-split", "validation_split"))
+    for option, key in options:
+        value = arguments.get(key)
+        if value is not None and not (key == "device" and value == "auto"):
+            words += [option, str(value)]
+    for key, value in (arguments.get("overrides") or {}).items():
+        words += ["--set", f"{key}={_option_value(value)}"]
+    return shlex.join(words)
+
+
+def typed_path(path: str | Path) -> str:
+    """A path as a command line shows it: as typed when relative; an absolute one relative to the current folder,
+    else (sharing only the root with it) its last part after `.../`, never the machine's absolute path."""
+    if not Path(path).is_absolute():
+        return str(path)
+    relative = portable_path(path, Path.cwd())
+    return relative if relative is not None else f".../{Path(path).name}"
+
+
+def _option_value(value: Any) -> str:
+    """`value` as `--set KEY=VALUE` writes it: `options.key_values` reads TOML, else keeps the text."""
+    import tomllib
+
+    if isinstance(value, str):
+        try:
+            if tomllib.loads(f"value = {value}")["value"] == value:
+                return value
+        except tomllib.TOMLDecodeError:
+            return value
+        return json.dumps(value)
+    return json.dumps(value)
+
+
+def recorded_interval(metrics: Mapping[str, Any], metric: str) -> tuple[float, float] | None:
+    """The 95% confidence interval a metrics file records for its number `metric` (`exact_match`, `bleu.score`,
+    `comp.order_accuracy`, `cter.aggregate`): the `[low, high]` of `<key>_ci` beside it (`exact_match_ci`, `bleu_ci`,
+    `order_accuracy_ci`, `cter_aggregate_ci`); None where the file has none (written before intervals were recorded,
+    or a split of under two rows)."""
+    top, _, inner = metric.partition(".")
+    names = [f"{top}_ci"] if inner in ("", "score", top) else [f"{inner}_ci", f"{top}_{inner}_ci"]
+    for name in names:
+        recorded = metrics.get(name)
+        if (isinstance(recorded, (list, tuple)) and len(recorded) == 2
+                and all(isinstance(bound, (int, float)) and not isinstance(bound, bool) for bound in recorded)):
+            return float(recorded[0]), float(recorded[1])
+    return None

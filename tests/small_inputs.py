@@ -71,13 +71,14 @@ def scan_grammar_rows(count: int, max_actions: int, seed: int) -> list[dict[str,
     return [{"id": f"scan-{i}", "source": e.command, "target": e.actions} for i, e in enumerate(examples[:count])]
 
 
-def tiny_transformer_entry(name: str, family: str, **recipe: Any) -> str:
+def tiny_transformer_entry(name: str, family: str, paper: str = "test", **recipe: Any) -> str:
     """A catalogue entry (TOML) of a one-layer Transformer of width 16 without dropout, whose step takes milliseconds
-    on a CPU, with one recipe: `[recipe.FAMILY]` holding `recipe` (ints, floats and strings)."""
+    on a CPU, with one recipe: `[recipe.FAMILY]` holding `recipe` (ints, floats and strings); `paper` its paper id."""
     keys = "".join(f"{key} = {value!r}\n".replace("'", '"') for key, value in recipe.items())
-    return (f'name = "{name}"\npaper = "test"\nsummary = "A one-layer Transformer of width 16."\n\n'
+    return (f'name = "{name}"\npaper = "{paper}"\nsummary = "A one-layer Transformer of width 16."\n\n'
             '[architecture]\nkind = "transformer"\nd_model = 16\nnum_heads = 2\nd_ff = 32\nencoder_layers = 1\n'
-            f"decoder_layers = 1\ndropout = 0.0\nattention_dropout = 0.0\n\n[recipe.{family}]\n{keys}")
+            "decoder_layers = 1\ndropout = 0.0\nattention_dropout = 0.0\nactivation_dropout = 0.0\n\n"
+            f"[recipe.{family}]\n{keys}")
 
 
 # A one-layer Transformer of width 32 for every ensemble member.

@@ -251,3 +251,23 @@ def test_status_shows_each_runs_best_validation_by_its_own_rule(tmp_path, monkey
     console.print(status_table([by_loss, by_exact_match], "two"))
     rows = [line for line in console.export_text().splitlines() if "transformer" in line]
     assert "loss 1.25" in rows[0] and " 9.00 " in rows[1] and "loss" not in rows[1]
+
+
+@pytest.mark.parametrize("width", [80, 250])
+def test_status_never_breaks_a_model_or_benchmark_name_whatever_the_width(width):
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from benchbuild.sweep.state import RunState, status_table
+
+    names = ("tests/sweep_grid/tiny_copy_twin.toml", "decoder_layers-1_encoder_layers-1",
+             "scan/addprim_jump_num32_rep5")
+    states = [RunState(spec=SimpleNamespace(model=names[0], configuration=names[1], benchmark=names[2], seed=seed),
+                       state="pending", step=3, budget=30) for seed in (0, 1)]
+    console = Console(width=width, record=True)
+    console.print(status_table(states, "grid", width))
+    text = console.export_text()
+    assert all(text.count(name) == 2 for name in names), text  # each name whole, once per run
+    assert "2 pending" in text and "3/30" in text
+    assert all(len(line) <= width for line in text.splitlines())

@@ -1,2 +1,2 @@
-"""Evaluation: `eval` (decode with `zoo.decoding`, score), COMP, CTER, scoring and the report table; the corpus metrics
-(exact match, BLEU, chrF, BLEU by degree) are `benchbuild.metrics`."""
+"""Evaluation computes metrics: `eval` (decode with `zoo.decoding`, score), COMP, CTER, scoring; the corpus metrics
+(exact match, BLEU, chrF, BLEU by degree) are `benchbuild.metrics`. Every table of them is `benchbuild.report`'s."""

@@ -12,8 +12,8 @@ from benchbuild.device import resolve_device
 from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_rows
 from benchbuild.outputs import CLAIM_FILES, check_disjoint, is_metrics_file
-from benchbuild.run_folder import (CHECKPOINTS_DIR, METRICS_FILE, PREDICTIONS_FILE, check_result, claim, read_run,
-                                   write_metrics, write_predictions)
+from benchbuild.run_folder import (CHECKPOINTS_DIR, METRICS_FILE, PREDICTIONS_FILE, benchmark_fingerprint,
+                                   check_result, claim, portable_path, read_run, write_metrics, write_predictions)
 from benchbuild.zoo.loading import load_model, load_tokenizer, target_encoder
 from benchbuild.zoo.decoding import decoding_limit, generate_predictions, length_rule
 
@@ -46,7 +46,7 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
                               "the papers use 1 to 10)")
     run = read_run(run_dir)
     check_result(run_dir, run)
-    read_build_info(data)  # --data is a benchmark folder: checked before the model loads
+    info = read_build_info(data)  # --data is a benchmark folder: checked before the model loads
     if not (run_dir / "config.json").is_file():
         raise BenchbuildError(f"{run_dir} holds no selected checkpoint yet (no config.json): train it first")
     destination = Path(out) if out is not None else run_dir
@@ -72,10 +72,14 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     length = ({"max_new_tokens": limit} if rule is None else
               {"max_len_a": rule[0], "max_len_b": rule[1], "max_new_tokens": None})
     scores = score_rows(rows, predictions, lexicon=lexicon, compounds=compounds)
+    # Paths relative to the folder metrics.json is written in (None where only an absolute path reaches them), the
+    # benchmark also by fingerprint: no absolute path of this machine (`run_folder.portable_path`).
     result = {
-        "run": str(run_dir), "model": run.get("model"), "seed": run.get("seed"),
+        "run": portable_path(run_dir, destination), "model": run.get("model"), "seed": run.get("seed"),
         "selected_step": run.get("selected_step"), "benchmark": benchmark_label(data),
-        "benchmark_path": str(Path(data).resolve()), "split": split, "beam": beam, "beam_from": beam_from,
+        "benchmark_path": portable_path(data, destination),
+        "benchmark_fingerprint": benchmark_fingerprint({name: s.fingerprint for name, s in info.splits.items()}),
+        "split": split, "beam": beam, "beam_from": beam_from, "batch_size": batch_size,
         **length,
         **scores,
     }
@@ -88,6 +92,11 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
              "correct": " ".join(prediction.split()) == " ".join(row["target"].split())}
             for row, prediction in zip(rows, predictions)))
         write_metrics(destination / METRICS_FILE, result)
+    if run.get("status") == "complete" and destination.resolve().is_relative_to(run_dir.resolve()):
+        # The run's model card shows the metrics files in the run folder: written again with this one.
+        from benchbuild.training.model_card import write_model_card
+
+        write_model_card(run_dir, run, model, rows[0]["source"] if rows else None)
     return result
 
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import sacrebleu
+
 from benchbuild.benchmark import load_splits, read_build_info
 from benchbuild.errors import BenchbuildError
 from benchbuild import metrics
-from benchbuild.evaluation.cter import cter, read_compounds, read_lexicon
+from benchbuild.evaluation.cter import CONTEXTS_PER_COMPOUND, compound_verdicts, cter, read_compounds, read_lexicon
+from benchbuild.evaluation.uncertainty import ExampleIntervals
 
 COMP_COLUMNS = ("fr_noun", "fr_adjective", "order")
 DEGREE_BUCKETS = 5
@@ -20,21 +23,38 @@ DEGREE_BUCKETS = 5
 def score_rows(rows: Sequence[Mapping[str, Any]], predictions: Sequence[str], *, lexicon: str | Path | None = None,
                compounds: Sequence[str] | None = None, degree_buckets: int = DEGREE_BUCKETS) -> dict[str, Any]:
     """Exact match, BLEU and chrF; COMP where `fr_noun`/`fr_adjective`/`order` exist; BLEU by degree bucket where
-    `degree` exists; CTER when a lexicon and the rows' compounds are given."""
+    `degree` exists; CTER when a lexicon and the rows' compounds are given. Each number has its 95% bootstrap
+    interval over the test rows beside it (`exact_match_ci`, `bleu_ci`...; `uncertainty.ExampleIntervals`)."""
     if len(predictions) != len(rows):
         raise BenchbuildError(f"{len(predictions)} predictions for {len(rows)} rows")
     references = [row["target"] for row in rows]
     columns = set(rows[0]) if rows else set()
+    tokenize = metrics.bleu_tokenizer_for(references)
     result: dict[str, Any] = {
         "rows": len(rows),
         "exact_match": metrics.exact_match(predictions, references),
-        "bleu": metrics.bleu(predictions, references),
+        "bleu": metrics.bleu(predictions, references, tokenize=tokenize),
         "chrf": metrics.chrf(predictions, references),
     }
+    intervals = ExampleIntervals()
+    intervals.add_share("exact_match", [metrics.normalize_whitespace(prediction) == metrics.normalize_whitespace(
+        reference) for prediction, reference in zip(predictions, references)], "test rows")
+    # force: the tokenized-period warning came with the BLEU above already.
+    intervals.add_sacrebleu("bleu", sacrebleu.BLEU(tokenize=tokenize, force=True), predictions, references)
+    intervals.add_sacrebleu("chrf", sacrebleu.CHRF(), predictions, references)
     if all(column in columns for column in COMP_COLUMNS):
         from benchbuild.evaluation import comp
+        from benchbuild.french import FrenchLemmatizer
 
-        result["comp"] = comp.comp_scores(list(predictions), list(rows))
+        # One spaCy load for the score and its interval; none for rows without pairs (train, validation).
+        lemmatizer = (FrenchLemmatizer() if any(row.get(column) for row in rows for column in comp.REQUIRED_COLUMNS)
+                      else None)
+        result["comp"] = comp.comp_scores(list(predictions), list(rows), lemmatizer)
+        if result["comp"] is not None:
+            matches = comp.pairing_matches(predictions, rows, lemmatizer)
+            intervals.add_share("comp", [match.has_both for match in matches], "test rows")
+            intervals.add_share("order_accuracy", [match.order == row["order"] for match, row in zip(matches, rows)
+                                                   if match.has_both], "test rows holding both lemmas")
     if "degree" in columns:
         result["bleu_by_degree"] = {
             "buckets": metrics.bleu_by_degree(predictions, references, [row["degree"] for row in rows],
@@ -43,8 +63,16 @@ def score_rows(rows: Sequence[Mapping[str, Any]], predictions: Sequence[str], *,
                          "each bucket's edges are its lowest and highest degree",
         }
     if lexicon is not None:
-        result["cter"] = cter(predictions, compounds if compounds is not None else [], read_lexicon(lexicon))
-    return result
+        compounds = compounds if compounds is not None else []
+        atoms = read_lexicon(lexicon)
+        result["cter"] = cter(predictions, compounds, atoms)
+        verdicts = compound_verdicts(predictions, compounds, atoms)
+        intervals.add_share("cter_instance", [not verdict for verdict in verdicts], "test rows")
+        groups = len(verdicts) // CONTEXTS_PER_COMPOUND
+        intervals.add_share("cter_aggregate", [not all(verdicts[start:start + CONTEXTS_PER_COMPOUND]) for start in
+                                               range(0, groups * CONTEXTS_PER_COMPOUND, CONTEXTS_PER_COMPOUND)],
+                            "compounds (their 5 contexts resampled together)")
+    return intervals.beside(result)
 
 
 def score_file(data: str | Path, split: str, predictions: str | Path, *, lexicon: str | Path | None = None,

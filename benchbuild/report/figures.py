@@ -11,7 +11,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from benchbuild.evaluation.report import ReportRow
+from benchbuild.report.rows import ReportRow
+from benchbuild.papers import PAPERS
 from benchbuild.report.analyses import PairScore, band, position_preferences
 from benchbuild.report.headline import Column, headline_columns
 from benchbuild.report.runs import RunSummary
@@ -106,7 +107,8 @@ def learning_curves(benchmark: str, runs: Sequence[RunSummary], out: FigureFolde
 
 def results_bars(rows: Sequence[ReportRow], out: FigureFolder) -> Figure | None:
     """One panel per headline column: a bar per model at its mean with the standard error as error bar, each seed
-    as a dot and the paper's number as a red diamond."""
+    as a dot and the paper's number as a diamond, labelled with its source: filled red where the runs were made as
+    it was, hollow grey where they were not (`ReportRow.comparable`)."""
     columns = headline_columns(rows)
     if not columns:
         return None
@@ -127,8 +129,10 @@ def results_bars(rows: Sequence[ReportRow], out: FigureFolder) -> Figure | None:
         for position, row in zip(x, found):
             axis.scatter([position] * len(row.values), row.values, color="black", s=10, zorder=3)
             if row.paper is not None:
-                axis.scatter([position], [row.paper], marker="D", color="red", s=40, zorder=4,
-                             label="paper" if not axis.get_legend_handles_labels()[1] else None)
+                label = row.source if row.comparable else f"{row.source}, other protocol"
+                style = ({"color": "red"} if row.comparable else
+                         {"facecolors": "none", "edgecolors": "grey", "linewidths": 1.5})
+                axis.scatter([position], [row.paper], marker="D", s=40, zorder=4, label=label, **style)
         shown = [value for row in found for value in (*row.values, row.mean + (row.standard_error or 0.0))]
         shown += [row.paper for row in found if row.paper is not None]
         axis.set_ylim(min(0.0, *shown) * 1.1, max(1.0, *shown) * 1.1)
@@ -136,11 +140,70 @@ def results_bars(rows: Sequence[ReportRow], out: FigureFolder) -> Figure | None:
         axis.set_title(f"{column.benchmark} ({column.split})", fontsize="medium")
         axis.set_ylabel(column.metric_name)
         axis.grid(axis="y", alpha=0.3)
-        _legend(axis)
+    # One legend under the panels: the papers' names are too long for a legend inside a panel of a few bars.
+    legend = {label: handle for axis in axes[:count] for handle, label in zip(*axis.get_legend_handles_labels())}
+    if legend:
+        figure.legend(legend.values(), legend.keys(), loc="outside lower center", fontsize="small",
+                      ncols=min(len(legend), 2))
     for axis in axes[count:]:
         axis.set_visible(False)
     return out.save(figure, "results", "Mean over seeds (bars) with the standard error (error bars; none for one "
-                    "seed), each seed (dots) and the paper's number (red diamond) where the catalogue has one.")
+                    "seed), each seed (dots) and the paper's number where the catalogue has one: a red diamond where "
+                    "our runs were made as it was, a hollow grey one (other protocol) where they were not, so the "
+                    "two do not compare.")
+
+
+def seed_spread(rows: Sequence[ReportRow], out: FigureFolder) -> Figure | None:
+    """Per headline column where a model has several seeds: each seed's number as a dot (labelled with its seed), a
+    box over the quartiles with the median, and the mean with its 95% t-interval over seeds, a model per position;
+    a bimodal spread (002's add-jump runs) shows as two clusters that a mean ± s.e. hides. None without such a
+    column."""
+    from benchbuild.evaluation.uncertainty import SeedStatistics
+
+    columns = [column for column in headline_columns(rows)
+               if any(len(row.values) >= 2 for row in rows if Column.of(row) == column)]
+    if not columns:
+        return None
+    per_column = {column: sorted((row for row in rows if Column.of(row) == column), key=lambda row: row.model)
+                  for column in columns}
+    across = min(len(columns), 3)
+    down = -(-len(columns) // across)
+    width = max(3.5, 1.2 * max(len(found) for found in per_column.values()) + 1.5)
+    figure = _figure(width * across, 3.8 * down)
+    axes = figure.subplots(down, across, squeeze=False).ravel()
+    colors = _colors(sorted({row.model for row in rows}))
+    for axis, column in zip(axes, columns):
+        found = per_column[column]
+        x = np.arange(len(found))
+        spread = [(position, row.values) for position, row in zip(x, found) if len(row.values) >= 2]
+        axis.boxplot([values for _, values in spread], positions=[position for position, _ in spread], widths=0.45,
+                     showfliers=False, medianprops={"color": "black"}, boxprops={"color": "grey"},
+                     whiskerprops={"color": "grey"}, capprops={"color": "grey"})
+        for position, row in zip(x, found):
+            offsets = np.linspace(-0.12, 0.12, len(row.values)) if len(row.values) > 1 else np.zeros(1)
+            axis.scatter(position + offsets, row.values, color=colors[row.model], s=22, zorder=3, alpha=0.9)
+            if len(row.values) <= 10:
+                for offset, value, seed in zip(offsets, row.values, row.seeds):
+                    axis.annotate(str(seed), (position + offset, value), xytext=(4, 0), textcoords="offset points",
+                                  fontsize="x-small", va="center", color="dimgrey")
+            interval = SeedStatistics.of(row.values).mean_interval
+            if interval is not None:
+                axis.errorbar([position + 0.32], [row.mean], yerr=[[row.mean - interval[0]], [interval[1] - row.mean]],
+                              fmt="D", color="black", markersize=4, capsize=3,
+                              label="mean, 95% t-interval" if not axis.get_legend_handles_labels()[1] else None)
+        axis.set_xticks(x, [f"{row.model}\n({_runs(len(row.values))})" for row in found], rotation=30, ha="right")
+        axis.set_xlim(-0.6, len(found) - 0.4)
+        axis.set_title(f"{column.benchmark} ({column.split})", fontsize="medium")
+        axis.set_ylabel(column.metric_name)
+        axis.grid(axis="y", alpha=0.3)
+        _legend(axis, loc="best")
+    for axis in axes[len(columns):]:
+        axis.set_visible(False)
+    return out.save(figure, "per-seed results",
+                    "Each seed's number (dots, labelled with the seed), the box spanning the lower to upper quartile "
+                    "with the median as a line (whiskers: the farthest seeds within 1.5 IQR), and the mean with its "
+                    "95% t-interval over seeds (black diamond), wherever a model has several seeds on a headline "
+                    "metric.")
 
 
 def bleu_by_degree(benchmark: str, buckets: Mapping[str, Sequence[Sequence[dict]]], out: FigureFolder) -> Figure:
@@ -178,7 +241,8 @@ def bleu_by_degree(benchmark: str, buckets: Mapping[str, Sequence[Sequence[dict]
         axis.grid(alpha=0.3)
     figure.suptitle(f"BLEU by compositional degree on {benchmark}")
     return out.save(figure, f"bleu by degree {benchmark}",
-                    "Test rows sorted by compositional degree and cut into equal-count buckets (001 Figure 1a); "
+                    "Test rows sorted by compositional degree and cut into equal-count buckets (as "
+                    f"{PAPERS['001'].in_text}, Figure 1a); "
                     "BLEU of each bucket, labelled with its degree range.")
 
 
@@ -221,7 +285,8 @@ def noun_adjective_pairs(benchmark: str, scores: Mapping[str, Sequence[Sequence[
     return out.save(figure, f"noun adjective pairs {benchmark}",
                     "Per test pair (English adjective and noun), COMP: the share of translations holding both French "
                     "lemmas; order accuracy: among those, the share with the adjective on the side the row expects "
-                    "(000 §5). Mean over seeds; a missing bar means no translation held both lemmas.")
+                    f"({PAPERS['000'].in_text}, §5). Mean over seeds; a missing bar means no translation held both "
+                    "lemmas.")
 
 
 def relative_position_biases(run: RunSummary, biases: Mapping[tuple[str, int], np.ndarray],
@@ -252,7 +317,8 @@ def relative_position_biases(run: RunSummary, biases: Mapping[tuple[str, int], n
     figure.suptitle(f"Relative-position biases of {run.label} ({run.trained_on})")
     return out.save(figure, f"relative position biases {run.model} {run.trained_on} seed {run.seed}",
                     "Each head's learned bias over the capped signed offset of the key from the query, after a "
-                    "softmax over offsets (000 App. C, Figure 1; one colour scale for all layers); the decoder shows "
+                    f"softmax over offsets ({PAPERS['000'].in_text}, App. C, Figure 1; one colour scale for all "
+                    "layers); the decoder shows "
                     "offsets ≤ 0 only, as it masks later positions. Offsets ±span also stand for every farther key.")
 
 
@@ -272,7 +338,8 @@ def degree_histogram(benchmark: str, degrees: Mapping[str, np.ndarray], out: Fig
     axis.grid(alpha=0.3)
     figure.suptitle(f"Compositional degree by split of {benchmark}")
     return out.save(figure, f"degree histogram {benchmark}",
-                    "Distribution of the compositional degree (001 §4: the fewest training n-grams that compose a "
+                    f"Distribution of the compositional degree ({PAPERS['001'].in_text}, §4: the fewest training "
+                    "n-grams that compose a "
                     "sentence, over its length) of each split's rows, as a share of the split (30 bins).")
 
 

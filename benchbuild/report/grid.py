@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
-from benchbuild.evaluation.report import COLUMNS, ReportRow, build_report, csv_fields
+from benchbuild.papers import PAPERS
+from benchbuild.report.csv_table import COLUMNS, csv_fields
 from benchbuild.report.headline import metric_name, metric_rank, primary_metric
+from benchbuild.report.rows import ReportRow, build_report
 
 if TYPE_CHECKING:
     from benchbuild.report.runs import RunSummary
@@ -24,7 +26,8 @@ RULES: dict[str, str] = {
     "best_mean": "per model, benchmark and split, the configuration with the highest mean over seeds of the "
                  "split's headline metric (exact match on SCAN, else BLEU) on that split itself (a sweep's [eval] "
                  "split: test), a tie going to the first configuration in the listed order. A paper that reports "
-                 "\"the best hyperparameter configuration\" without saying how it was picked (000 Table 3) is read "
+                 "\"the best hyperparameter configuration\" without saying how it was picked ("
+                 f"{PAPERS['000'].in_text}, Table 3) is read "
                  "this way: this is our reading, not a rule the paper states",
 }
 DEFAULT_CONFIGURATION = "default"  # the label of runs that set no architecture key: the catalogue entry's own
@@ -154,6 +157,14 @@ def _seeds(row: ReportRow) -> str:
     return f"{len(row.values)} ({', '.join(map(str, row.seeds))})"
 
 
+def _paper(row: ReportRow) -> str:
+    """The paper's number where the picked runs were made as it was; else what differs (the report's main tables
+    list the number apart); "" without one."""
+    if row.paper is None:
+        return ""
+    return f"{row.paper:g}" if row.comparable else f"not compared: {row.comparison.words}"
+
+
 def markdown_grid(grid: Grid) -> str:
     """Two Markdown tables: the picked configuration of each model × benchmark split beside the paper's number,
     then every configuration's mean (the picked one marked), under the rule in words."""
@@ -162,9 +173,9 @@ def markdown_grid(grid: Grid) -> str:
              "source |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for cell in grid.searched:
         row = cell.row(cell.best)
-        paper = "" if row.paper is None else f"{row.paper:g}"
         lines.append(f"| {cell.model} | {cell.benchmark} | {cell.split} | {metric_name(cell.metric)} | "
-                     f"{cell.best.label} | {_seeds(row)} | {_mean(row)} | {paper} | {row.paper_source} |")
+                     f"{cell.best.label} | {_seeds(row)} | {_mean(row)} | {_paper(row)} | "
+                     f"{row.source if row.paper is not None else ''} |")
     lines += ["", "Every configuration (the rule's pick in bold):", "",
               "| model | benchmark | split | metric | configuration | runs (seeds) | mean ± s.e. |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -199,17 +210,19 @@ def csv_grid(grid: Grid) -> str:
 def latex_grid(grid: Grid) -> str:
     """A second booktabs `tabular`: the configuration the rule picked per model × benchmark split, its mean and the
     paper's number, the rule in its last row (every configuration's mean is in the CSV, Markdown and HTML)."""
-    from benchbuild.report.latex import MISSING, escape, ours
+    from benchbuild.report.latex import MISSING, cite, escape, ours
 
     lines = ["", "\\medskip", "% The grid's picks (`benchbuild report`).", "\\begin{tabular}{lllrr}", "\\toprule",
              "Model & Benchmark (split) & Best configuration & Ours & Paper \\\\", "\\midrule"]
     for cell in grid.searched:
         row = cell.row(cell.best)
-        paper = MISSING if row.paper is None else f"${row.paper:g}$"
+        paper = (MISSING if row.paper is None else f"${row.paper:g}$ {cite(row.paper_source)}" if row.comparable
+                 else "n.c.")
         lines.append(f"{escape(cell.model)} & {escape(cell.benchmark)} ({escape(cell.split)}) & "
                      f"\\texttt{{{escape(cell.best.label)}}} & {ours(row)} & {paper} \\\\")
-    lines += ["\\bottomrule", f"\\multicolumn{{5}}{{p{{0.9\\linewidth}}}}{{\\footnotesize {escape(grid.rule_text)}}} "
-              "\\\\", "\\end{tabular}"]
+    lines += ["\\bottomrule", f"\\multicolumn{{5}}{{p{{0.9\\linewidth}}}}{{\\footnotesize {escape(grid.rule_text)} "
+              "n.c.: not compared, our runs were not made as the paper's number was (the first table's notes say "
+              "what differs).} \\\\", "\\end{tabular}"]
     return "\n".join(lines) + "\n"
 
 
@@ -222,7 +235,7 @@ def html_grid(grid: Grid) -> dict[str, Any]:
         cells.append({
             "model": cell.model, "benchmark": cell.benchmark, "split": cell.split, "metric": metric_name(cell.metric),
             "best": cell.best.label, "mean": _mean(best), "seeds": _seeds(best),
-            "paper": "—" if best.paper is None else f"{best.paper:g}", "paper_source": best.paper_source,
+            "paper": _paper(best) or "—", "paper_source": best.source if best.paper is not None else "",
             "configurations": [{"label": c.label, "mean": _mean(cell.row(c)), "seeds": _seeds(cell.row(c)),
                                 "sort": round(cell.row(c).mean, 6), "best": c is cell.best}
                                for c in cell.configurations]})

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from benchbuild.evaluation.report import ReportRow
+from benchbuild.report.rows import ReportRow
 
 METRIC_NAMES = {"exact_match": "exact match", "bleu": "BLEU", "chrf": "chrF", "comp": "COMP",
                 "order_accuracy": "order accuracy", "cter_instance": "CTER (instance)",

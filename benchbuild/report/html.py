@@ -1,7 +1,8 @@
 """The report as one HTML page that a person opens from disk (`report/templates/report.html.j2`): a leaderboard per
-benchmark split, sortable by any column (a few lines of inline script), the papers' numbers beside ours and our runs
-summarised by each paper's statistic, with numbered notes (recipes that differ from their paper, a paper's number
-that is another model's), the figures
+benchmark split, sortable by any column (a few lines of inline script), the papers' numbers beside ours where our runs
+were made as they were (else the cell says what differs, and the number is listed apart under the leaderboard), our
+runs summarised by each paper's statistic, with numbered notes (recipes that differ from their paper, a paper's number
+that is another model's), the references of the papers cited, the figures
 (files in `PREFIX_files/`), every run with its predictions linked, and the first wrong predictions of each benchmark
 with their differences from the reference marked. Nothing is fetched from a network."""
 
@@ -19,9 +20,11 @@ import jinja2
 from markupsafe import Markup, escape
 
 from benchbuild import __version__
-from benchbuild.evaluation.report import Footnotes, ReportRow
+from benchbuild.evaluation.uncertainty import SeedStatistics
 from benchbuild.report.figures import Figure
+from benchbuild.papers import statistic_in_words
 from benchbuild.report.headline import headline_columns, metric_name, metric_rank
+from benchbuild.report.rows import Footnotes, ReportRow, cited_papers
 from benchbuild.report.runs import RunSummary
 
 WRONG_SHOWN = 10
@@ -98,17 +101,32 @@ def leaderboards(rows: Sequence[ReportRow]) -> list[dict[str, Any]]:
         first = next((m for m in metrics if (benchmark, split, m) in headline), metrics[0])
         position = 3 + sum(1 + (m in reported) + (m in with_paper) for m in metrics[:metrics.index(first)])
         lines.sort(key=lambda cells: -cells[position].sort if cells[position].sort != "" else float("inf"))
+        apart = [{"model": row.model, "metric": metric_name(row.metric),
+                  "published": _marked(f"{row.paper:g}", notes.mark(row.paper_note)),
+                  "statistic": statistic_in_words(row.reported), "source": _source(row),
+                  "differs": row.comparison.words} for row in found if row.published_apart is not None]
         boards.append({"benchmark": benchmark, "split": split, "header": header, "rows": lines,
-                       "sorted_by": header[position], "notes": [_note_markup(text) for text in notes.texts]})
+                       "sorted_by": header[position], "notes": [_note_markup(text) for text in notes.texts],
+                       "apart": apart})
     return boards
 
 
 def _ours(row: ReportRow | None) -> Cell:
+    """Mean ± s.e. and its 95% interval: over seeds (t) where there are several, else the run's bootstrap over its
+    test rows, as its metrics.json records it (`uncertainty`)."""
     if row is None:
         return Cell("—", "", "not evaluated")
     error = "" if row.standard_error is None else f" ± {row.standard_error:.2f}"
     title = "one seed: no standard error" if row.standard_error is None else "mean ± standard error over seeds"
-    return Cell(f"{row.mean:.2f}{error}", round(row.mean, 6), title)
+    interval = SeedStatistics.of(row.values).mean_interval
+    basis = f"t-interval of the mean over {len(row.values)} seeds"
+    if interval is None and row.example_intervals:
+        interval, basis = row.example_intervals[0], "bootstrap over the test rows (the run's metrics.json)"
+    if interval is None:
+        return Cell(f"{row.mean:.2f}{error}", round(row.mean, 6), title)
+    low, high = (f"{bound:.2f}" for bound in interval)
+    return Cell(Markup('{}{} <small class="ci">95% CI [{}, {}]</small>').format(f"{row.mean:.2f}", error, low, high),
+                round(row.mean, 6), f"{title}; 95% confidence interval: {basis}")
 
 
 def _as_paper(row: ReportRow | None) -> Cell:
@@ -123,8 +141,19 @@ def _as_paper(row: ReportRow | None) -> Cell:
 def _paper(row: ReportRow | None, notes: Footnotes) -> Cell:
     if row is None or row.paper is None:
         return Cell("—", "", "the catalogue has no paper number here")
+    if row.compared_paper is None:
+        return Cell(Markup("<small>not compared: {}</small>").format(row.comparison.words), "",
+                    f"{row.source} publishes {row.paper:g} here; our runs were not made as it was (listed apart "
+                    "below the table)")
     return Cell(Markup("{} <small>{}</small>").format(_marked(f"{row.paper:g}", notes.mark(row.paper_note)),
-                                                      row.paper_source), row.paper, row.paper_source)
+                                                      _source(row)), row.paper, row.source)
+
+
+def _source(row: ReportRow) -> Markup:
+    """The paper's number's source in words, linked to its entry in the page's references where it has one."""
+    if not row.citation_key:
+        return Markup("{}").format(row.source)
+    return Markup('<a href="#ref-{}">{}</a>').format(row.citation_key, row.source)
 
 
 def _marked(text: str, *numbers: int | None) -> Markup:
@@ -204,6 +233,8 @@ def render_page(rows: Sequence[ReportRow], runs: Sequence[RunSummary], figures: 
                                      lstrip_blocks=True)
     return environment.get_template("report.html.j2").render(
         title=title, version=__version__, notes=notes, leaderboards=leaderboards(rows), grid=grid,
+        references=[{"key": paper.bibtex_key, "in_text": paper.in_text, "citation": paper.citation()}
+                    for paper in cited_papers(rows)],
         figures=[{"title": f.title, "caption": f.caption, "png": _href(f.png, page), "pdf": _href(f.pdf, page)}
                  for f in figures],
         runs=run_table(runs, page), errors=error_views(runs), wrong_shown=WRONG_SHOWN)

@@ -1,7 +1,9 @@
-"""The report as a LaTeX booktabs table, ready to `\\input` inside a `table` float: one row per model, per headline
+"""The report as LaTeX booktabs tables, ready to `\\input` inside a `table` float: one row per model, per headline
 column our mean ± standard error over seeds, then (where the paper reports a number) our runs summarised by the
-paper's statistic and the paper's number, whose table reference a footnote names; numbered notes under the table say
-what each "As paper" cell is, where a model's recipe differs from its paper and where a paper's number is another
+paper's statistic and the paper's number, where our runs were made as it was, its source cited with natbib's
+`\\citet` (the entries are in `PREFIX.bib`, `bibtex_file`); a number our runs were not made as reads "n.c." there,
+its note says what differs, and a second table lists those published numbers apart. Numbered notes under the table
+say what each "As paper" cell is, where a model's recipe differs from its paper and where a paper's number is another
 model's."""
 
 from __future__ import annotations
@@ -9,8 +11,9 @@ from __future__ import annotations
 import itertools
 from typing import Sequence
 
-from benchbuild.evaluation.report import Footnotes, ReportRow
+from benchbuild.papers import source_parts
 from benchbuild.report.headline import Column, cell_index, headline_columns
+from benchbuild.report.rows import Footnotes, ReportRow
 
 MISSING = "--"
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
@@ -51,21 +54,38 @@ def note_text(text: str) -> str:
                    for index, part in enumerate(text.split("`")))
 
 
+def cite(source: str) -> str:
+    """A reported number's `table` as LaTeX: "\\citet{chaabouni2021}, Table 3" for a paper of `PAPERS`, else the
+    text, escaped."""
+    paper, where = source_parts(source)
+    if paper is None:
+        return escape(source)
+    return f"\\citet{{{paper.bibtex_key}}}" + (f", {escape(where)}" if where else "")
+
+
+def not_compared_note(row: ReportRow) -> str:
+    """The note of an "n.c." cell: why our runs do not compare with the paper's number."""
+    return (f"n.c.: not compared with the paper's number ({row.paper:g}, in the table of published numbers below): "
+            f"{row.comparison.words}.")
+
+
 def note_marks(*numbers: int | None) -> str:
     """`\\textsuperscript{1,3}` for the notes numbered so, each once; "" for none."""
     shown = sorted({number for number in numbers if number is not None})
     return f"\\textsuperscript{{{','.join(map(str, shown))}}}" if shown else ""
 
 
-def latex_table(rows: Sequence[ReportRow]) -> str:
-    """A `tabular` with booktabs rules (needs `\\usepackage{booktabs}`), its legend and notes in the last rows. A
-    column with a paper number has three cells per model (Ours, As paper, Paper), any other two (Ours, Paper)."""
+def latex_table(rows: Sequence[ReportRow], bibliography: str = "") -> str:
+    """A `tabular` with booktabs rules (needs `\\usepackage{booktabs}`, and natbib for `\\citet`), its legend and
+    notes in the last rows, then the published numbers our runs were not made as (`published_table`). A column with
+    a paper number has three cells per model (Ours, As paper, Paper), any other two (Ours, Paper). `bibliography`:
+    the name of the .bib file the header comment points to."""
     columns = headline_columns(rows)
     cells = cell_index(rows)
     models = sorted({row.model for row in rows})
     shown = set(columns)
     sources = list(dict.fromkeys(row.paper_source or "the catalogue" for row in rows
-                                 if row.paper is not None and Column.of(row) in shown))
+                                 if row.compared_paper is not None and Column.of(row) in shown))
     marks = {source: chr(ord("a") + index) for index, source in enumerate(sources)}
     reported = {Column.of(row) for row in rows if row.paper is not None}
     widths = [3 if column in reported else 2 for column in columns]
@@ -75,6 +95,8 @@ def latex_table(rows: Sequence[ReportRow]) -> str:
     def paper(row: ReportRow | None) -> str:
         if row is None or row.paper is None:
             return MISSING
+        if row.compared_paper is None:
+            return f"n.c.{note_marks(notes.mark(not_compared_note(row)))}"
         mark = marks[row.paper_source or "the catalogue"]
         return f"${row.paper:g}^{{{mark}}}${note_marks(notes.mark(row.paper_note))}"
 
@@ -82,7 +104,9 @@ def latex_table(rows: Sequence[ReportRow]) -> str:
     groups = [(key, sum(widths[columns.index(column)] for column in members)) for key, members in
               itertools.groupby(columns, key=lambda column: (column.benchmark, column.split))]
     starts = list(itertools.accumulate([2, *widths]))
-    lines = ["% Written by `benchbuild report`; needs \\usepackage{booktabs}.",
+    lines = ["% Written by `benchbuild report`; needs \\usepackage{booktabs} and \\usepackage{natbib}"
+             + (f", and \\bibliography{{{bibliography.removesuffix('.bib')}}} ({bibliography}) for its references."
+                if bibliography else "."),
              "\\begin{tabular}{l" + "".join("r" * w for w in widths) + "}", "\\toprule"]
     lines.append(" & ".join(["", *(f"\\multicolumn{{{count}}}{{c}}{{{escape(benchmark)} ({escape(split)})}}"
                                    for (benchmark, split), count in groups)]) + " \\\\")
@@ -108,11 +132,32 @@ def latex_table(rows: Sequence[ReportRow]) -> str:
         lines.append(f"\\multicolumn{{{width}}}{{l}}{{\\footnotesize As paper: our runs summarised by the statistic "
                      "of the paper's number (its spread: $\\pm$ std or s.e., or the IQR), as its note says.} \\\\")
     if sources:
-        legend = "; ".join(f"$^{{{marks[source]}}}$~{escape(source)}" for source in sources)
-        lines.append(f"\\multicolumn{{{width}}}{{l}}{{\\footnotesize Paper: {legend}.}} \\\\")
+        legend = "; ".join(f"$^{{{marks[source]}}}$~{cite(source)}" for source in sources)
+        lines.append(f"\\multicolumn{{{width}}}{{l}}{{\\footnotesize Paper: {legend}; set beside ours only where our "
+                     "runs were made as it was.} \\\\")
     for number, text in enumerate(notes.texts, start=1):
         lines.append(f"\\multicolumn{{{width}}}{{p{{0.9\\linewidth}}}}{{\\footnotesize \\textsuperscript{{{number}}}~"
                      f"{note_text(text)}}} \\\\")
     lines.append("\\end{tabular}")
+    return "\n".join(lines) + "\n" + published_table(rows)
+
+
+def published_table(rows: Sequence[ReportRow]) -> str:
+    """A second booktabs `tabular`: each published number our runs were not made as, its source cited, and what
+    differs; "" when there is none."""
+    apart = [row for row in rows if row.published_apart is not None]
+    if not apart:
+        return ""
+    lines = ["", "\\medskip", "% Published numbers our runs were not made as (`benchbuild report`).",
+             "\\begin{tabular}{lllrlp{0.35\\linewidth}}", "\\toprule",
+             "Model & Benchmark (split) & Metric & Published & Source & What differs \\\\", "\\midrule"]
+    for row in apart:
+        lines.append(f"{escape(row.model)} & {escape(row.benchmark)} ({escape(row.split)}) & "
+                     f"{escape(Column.of(row).metric_name)} & ${row.paper:g}$ & {cite(row.paper_source)} & "
+                     f"{escape(row.comparison.words)} \\\\")
+    lines += ["\\bottomrule",
+              "\\multicolumn{6}{p{0.9\\linewidth}}{\\footnotesize Not set beside ours: our runs were not made as "
+              "these numbers were (recipe, steps trained, checkpoint selection, split or number of seeds).} \\\\",
+              "\\end{tabular}"]
     return "\n".join(lines) + "\n"
 

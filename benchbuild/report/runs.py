@@ -12,7 +12,7 @@ from benchbuild.benchmark import read_build_info
 from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.scoring import benchmark_label, split_rows
 from benchbuild.papers import selection_rule
-from benchbuild.run_folder import PREDICTIONS_FILE, metrics_files, read_log, read_metrics, read_run
+from benchbuild.run_folder import PREDICTIONS_FILE, metrics_files, read_log, read_metrics, read_run, recorded_path
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,8 @@ def read_validations(folder: Path) -> tuple[Validation, ...]:
 
 class BenchmarkFolders:
     """Where each evaluated benchmark's folder is: one given with `--data` (matched by its `family/name`), else the
-    `benchmark_path` its `metrics.json` recorded, if that folder still exists."""
+    `benchmark_path` its `metrics.json` recorded (relative to the metrics file's folder; absolute in older ones), if
+    that folder still exists."""
 
     def __init__(self, data_dirs: Sequence[str | Path] = ()):
         self.given: dict[str, Path] = {}
@@ -148,9 +149,9 @@ class BenchmarkFolders:
     def folder(self, evaluation: Evaluation) -> Path | None:
         if evaluation.benchmark in self.given:
             return self.given[evaluation.benchmark]
-        recorded = evaluation.metrics.get("benchmark_path")
-        if recorded and (Path(recorded) / "build.json").is_file():
-            return Path(recorded)
+        recorded = recorded_path(evaluation.metrics_file.parent, evaluation.metrics.get("benchmark_path"))
+        if recorded is not None and (recorded / "build.json").is_file():
+            return recorded
         return None
 
     def rows(self, evaluation: Evaluation) -> list[dict[str, Any]] | None:

@@ -1,6 +1,6 @@
-"""`write_report`: every format of the report over evaluated run folders — `PREFIX.md`, `PREFIX.csv`, `PREFIX.tex`,
-`PREFIX.html` and the figures under `PREFIX_files/` — drawing each figure only where the runs hold what it needs and
-saying what is missing instead of failing."""
+"""`write_report`: every format of the report over evaluated run folders — `PREFIX.md`, `PREFIX.csv`, `PREFIX.tex`
+with its references in `PREFIX.bib`, `PREFIX.html` and the figures under `PREFIX_files/` — drawing each figure only
+where the runs hold what it needs and saying what is missing instead of failing."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from typing import Sequence
 
 from benchbuild.atomic import work_directory
 from benchbuild.errors import BenchbuildError
-from benchbuild.evaluation.report import ReportRow, build_report, csv_table, markdown_table
 from benchbuild.report import analyses, figures
+from benchbuild.report.csv_table import csv_table
 from benchbuild.report.figures import Figure, FigureFolder
 from benchbuild.report.formats import FORMATS
 from benchbuild.report.grid import DEFAULT_RULE, Grid, csv_grid, grid_report, html_grid, latex_grid, markdown_grid
+from benchbuild.report.markdown import markdown_table
+from benchbuild.report.rows import ReportRow, build_report
 from benchbuild.report.runs import BenchmarkFolders, RunSummary, read_runs
 
 
@@ -36,7 +38,8 @@ def output_path(prefix: Path, suffix: str) -> Path:
 
 def write_report(run_dirs: Sequence[str | Path], prefix: str | Path, formats: Sequence[str] = FORMATS,
                  data_dirs: Sequence[str | Path] = (), grid_rule: str = DEFAULT_RULE) -> Report:
-    """Write the asked formats under `prefix`; the figures are drawn for `tex` (PDFs) and `html` (PNGs). Runs of a
+    """Write the asked formats under `prefix`; the figures are drawn for `tex` (PDFs) and `html` (PNGs), and `tex`
+    comes with `PREFIX.bib`, the BibTeX entries its `\\citet`s cite (`papers.bibtex_file`). Runs of a
     hyperparameter grid (some set architecture keys) show the configuration `grid_rule` picks per model and
     benchmark in every table and figure, with every configuration's mean listed (`report.grid`).
 
@@ -78,7 +81,11 @@ def write_report(run_dirs: Sequence[str | Path], prefix: str | Path, formats: Se
         if "tex" in formats:
             from benchbuild.report.latex import latex_table
 
-            texts["tex"] = latex_table(report.rows) + (latex_grid(grid) if grid else "")
+            from benchbuild.papers import bibtex_file
+
+            texts["tex"] = latex_table(report.rows, targets["bib"].name) + (latex_grid(grid) if grid else "")
+            texts["bib"] = (f"% Written by `benchbuild report`: the references {targets['tex'].name} cites.\n"
+                            + bibtex_file())
         if "html" in formats:
             from benchbuild.report.html import render_page
 
@@ -93,14 +100,16 @@ def write_report(run_dirs: Sequence[str | Path], prefix: str | Path, formats: Se
 
 
 def check_report_outputs(prefix: Path, formats: Sequence[str], inputs: Sequence[str | Path]) -> dict[str, Path]:
-    """The report's output paths by format (and `figures`: `PREFIX_files/`), each checked before any work: none is
-    an input, and an existing one is replaced only when a report wrote it."""
+    """The report's output paths by format (and `bib`: `PREFIX.bib` with `tex`; `figures`: `PREFIX_files/`), each
+    checked before any work: none is an input, and an existing one is replaced only when a report wrote it."""
     from benchbuild.outputs import check_output, check_path_text
 
     check_path_text(str(prefix), "--out")
     if prefix.name in ("", ".", ".."):
         raise BenchbuildError(f"--out {prefix} must name a file prefix (e.g. runs/report), not a folder")
     targets = {name: output_path(prefix, f".{name}") for name in formats}
+    if "tex" in formats:
+        targets["bib"] = output_path(prefix, ".bib")
     if "tex" in formats or "html" in formats:
         targets["figures"] = output_path(prefix, "_files")
     given = [("a run folder or --data", Path(path)) for path in inputs]
@@ -193,6 +202,9 @@ def draw_figures(rows: Sequence[ReportRow], runs: Sequence[RunSummary], folders:
     results = figures.results_bars(rows, out)
     if results is not None:
         drawn.append(results)
+    spread = figures.seed_spread(rows, out)
+    if spread is not None:
+        drawn.append(spread)
     drawn += _degree_figures(runs, folders, out, notes)
     drawn += _noun_adjective_figures(runs, folders, out, notes)
     for run in runs:

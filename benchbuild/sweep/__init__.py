@@ -21,7 +21,7 @@ __all__ = ["load_sweep", "print_status", "dry_run", "run_sweep"]
 
 def print_status(sweep: Sweep, console: Console) -> None:
     """The table of every run's state, read from the run folders."""
-    console.print(status_table([run_state(spec) for spec in sweep.runs], f"sweep {sweep.name}"))
+    console.print(status_table([run_state(spec) for spec in sweep.runs], f"sweep {sweep.name}", console.width))
 
 
 def dry_run(sweep: Sweep, console: Console, jobs: int) -> None:
@@ -31,7 +31,8 @@ def dry_run(sweep: Sweep, console: Console, jobs: int) -> None:
 
     states = check_folders(sweep)
     check_eval_split(sweep)
-    console.print(status_table(states, f"sweep {sweep.name}: {len(states)} runs (dry run: nothing is trained)"))
+    console.print(status_table(states, f"sweep {sweep.name}: {len(states)} runs (dry run: nothing is trained)",
+                               console.width))
     console.print(sweep.grid_summary(), markup=False, highlight=False)
     missing = sorted({spec.data for spec in sweep.runs if not (Path(spec.data) / "build.json").is_file()})
     if missing:
@@ -122,11 +123,11 @@ def _execute(sweep: Sweep, engine: EngineParameters, jobs: int, console: Console
     if not live_view:
         return execute(sweep, engine, jobs, report)
     stop = threading.Event()
-    with Live(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}"), console=console,
-              refresh_per_second=1) as live:
+    with Live(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}", console.width),
+              console=console, refresh_per_second=1) as live:
         def refresh() -> None:
             while not stop.wait(2.0):
-                live.update(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}"))
+                live.update(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}", console.width))
 
         watcher = threading.Thread(target=refresh, daemon=True)
         watcher.start()
@@ -135,7 +136,7 @@ def _execute(sweep: Sweep, engine: EngineParameters, jobs: int, console: Console
         finally:
             stop.set()
             watcher.join()
-            live.update(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}"))
+            live.update(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}", console.width))
     for line in errors:
         console.print(line, markup=False, highlight=False)
     return failed

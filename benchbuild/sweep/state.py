@@ -88,26 +88,43 @@ def _log(folder: Path) -> list[dict[str, Any]]:
         return []
 
 
-def status_table(states: list[RunState], title: str):
+def status_table(states: list[RunState], title: str, width: int | None = None):
     """A rich Table of the runs: model (and its grid configuration), benchmark, seed, state, step/budget, best
-    validation, test metric, ETA."""
+    validation, test metric, ETA. Names are never broken mid-word: a model's configuration goes on a line of its own,
+    and where the names alone do not fit in `width` columns (a narrow terminal) each run is one line of text
+    instead, the fields separated by " · "."""
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title)
-    for column in ("model", "benchmark", "seed", "state", "step", "best validation", "metric", "ETA"):
-        table.add_column(column, justify="right" if column in ("seed", "step", "best validation", "metric", "ETA")
-                         else "left", overflow="fold")  # a narrow terminal wraps names, never cuts them
+    columns = ("model", "benchmark", "seed", "state", "step", "best validation", "metric", "ETA")
+    rows = []
     for state in states:
         step = f"{state.step:,}" + (f"/{state.budget:,}" if state.budget else "")
         validation = _number(state.best_validation)
         if validation and state.validated_by != "exact_match":  # exact match, in percent, goes without a name
             validation = f"{_METRIC_NAMES.get(state.validated_by, state.validated_by)} {validation}"
         model = f"{state.spec.model} {state.spec.configuration}" if state.spec.configuration else state.spec.model
-        table.add_row(model, state.spec.benchmark, str(state.spec.seed), state.state, step,
-                      validation, _number(state.metric),
-                      "" if state.eta_s is None else _duration(state.eta_s))
+        rows.append((model, state.spec.benchmark, str(state.spec.seed), state.state, step, validation,
+                     _number(state.metric), "" if state.eta_s is None else _duration(state.eta_s)))
     counts = {name: sum(s.state == name for s in states) for name in ("done", "trained", "partial", "pending", "failed")}
-    table.caption = ", ".join(f"{number} {name}" for name, number in counts.items() if number)
+    caption = ", ".join(f"{number} {name}" for name, number in counts.items() if number)
+    # The longest word of each column: what the table needs so that no name breaks (plus 3 columns of border each).
+    needed = sum(max([len(column)] + [len(word) for row in rows for word in row[k].split()]) + 3
+                 for k, column in enumerate(columns)) + 1
+    if width is not None and needed > width:
+        lines = [Text(title, style="bold")]
+        for row in rows:
+            fields = [row[0], row[1], f"seed {row[2]}", row[3], f"step {row[4]}"]
+            fields += [f"{name} {value}" for name, value in zip(columns[5:], row[5:]) if value]
+            lines.append(Text(" · ".join(fields)))
+        return Group(*lines, Text(caption))
+    table = Table(title=title, caption=caption)
+    for column in columns:
+        table.add_column(column, justify="right" if column in ("seed", "step", "best validation", "metric", "ETA")
+                         else "left", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
     return table
 
 

@@ -31,8 +31,9 @@ from benchbuild.training.model_card import write_model_card
 from benchbuild.training.recipe import (TrainingRecipe, default_recipe, planned_steps, resolve_recipe,
                                         validation_interval)
 from benchbuild.outputs import check_output
-from benchbuild.run_folder import (RUN_FILE, append_log, claim, clear, mark_failed, open_run, read_run,
-                                   save_pretrained, truncate_log, write_run)
+from benchbuild.run_folder import (RUN_FILE, append_log, benchmark_fingerprint, claim, clear, device_record,
+                                   entry_record, environment, mark_failed, open_run, portable_path, read_run,
+                                   save_pretrained, train_command_line, truncate_log, write_run)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
 from benchbuild.zoo.decoding import length_rule
 from benchbuild.zoo.loading import TranslationTokenizer, load_model
@@ -238,10 +239,21 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         truncate_log(out, state.step)
     network, optimizer = accelerator.prepare(network, optimizer)
 
+    # What a reviewer needs to re-run it (`benchbuild reproduce`), and no absolute path of this machine: the entry by
+    # name (or its file relative to the run folder, with its sha256), the benchmark by fingerprint and relative path.
+    arguments = {"seed": options.seed, "max_steps": options.max_steps, "max_minutes": options.max_minutes,
+                 "device": options.device, "recipe": options.recipe, "overrides": options.overrides or {},
+                 "architecture_overrides": options.architecture_overrides or {},
+                 "validation_split": options.validation_split}
+    benchmark_path = portable_path(data, out)
     record.update({
-        "model": entry.name, "model_entry": str(entry.path), "benchbuild_version": __version__,
-        "benchmark": {"path": str(data.resolve()), "family": info.family, "name": info.name,
+        "model": entry.name, **entry_record(entry, out), "benchbuild_version": __version__,
+        "benchmark": {**({} if benchmark_path is None else {"path": benchmark_path}),
+                      "fingerprint": benchmark_fingerprint({name: s.fingerprint for name, s in info.splits.items()}),
+                      "family": info.family, "name": info.name,
                       "splits": {name: {"rows": s.rows, "fingerprint": s.fingerprint} for name, s in info.splits.items()}},
+        "command_line": train_command_line(model, data, out, arguments), "arguments": arguments,
+        "environment": environment(), **device_record(accelerator.device),
         "seed": options.seed, "recipe_family": family, "recipe": training_recipe.to_dict(),
         "recipe_steps": recipe_steps, "step_budget": budget,
         "select": training_recipe.select, "validate_by": training_recipe.validate_by, "ties": training_recipe.ties,
@@ -349,7 +361,8 @@ def finish(run: PreparedRun) -> TrainResult:
                            "stopped_by": run.stopped_by, "cpu_threads": torch.get_num_threads(),
                            "elapsed_s": round(state.elapsed, 1)})
         write_run(run.out, run.record)
-        write_model_card(run.out, run.record, run.accelerator.unwrap_model(run.network))
+        write_model_card(run.out, run.record, run.accelerator.unwrap_model(run.network),
+                         run.validation_sources[0] if run.validation_sources else None)
     return TrainResult(run_dir=run.out, steps=state.step, selected_step=state.selected_step,
                        validation_exact_match=state.selected_exact_match, resumed_from=run.resumed_from)
 

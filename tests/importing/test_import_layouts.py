@@ -13,10 +13,10 @@ import pytest
 
 from benchbuild.benchmark import load_splits, read_build_info
 from benchbuild.corpus import count_lines
-from benchbuild.evaluation.report import _same_benchmark
 from benchbuild.evaluation.scoring import benchmark_label
 from benchbuild.importing.layouts import LAYOUTS
 from benchbuild.papers import reported_on
+from benchbuild.report.rows import _same_benchmark
 from benchbuild.training.recipe import default_recipe
 from benchbuild.zoo.catalogue import load_entry
 
@@ -135,6 +135,16 @@ def test_cognition_keeps_the_compound_column_and_finds_the_lexicon(cognition_ben
     assert "language:\n- en\n- zh\n" in card and "--lexicon " in card and "--compound compound" in card
 
 
+def report_row(table: Path, benchmark: str, metric: str) -> dict[str, str]:
+    """The report CSV's row of the one run's `metric` on the cg_test split of `benchmark`."""
+    import csv
+
+    with open(table, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return next(row for row in rows if (row["model"], row["benchmark"], row["split"], row["metric"])
+                == ("tiny_transformer", benchmark, "cg_test", metric))
+
+
 def test_cognition_trains_evaluates_cter_and_reports_beside_the_paper(benchbuild, cognition_benchmark, tiny_model,
                                                                        shared_data, tmp_path):
     run = tmp_path / "run"
@@ -151,9 +161,10 @@ def test_cognition_trains_evaluates_cter_and_reports_beside_the_paper(benchbuild
     assert metrics["bleu"]["signature"].split("|")[3] == "tok:zh"
     code, _, stderr = benchbuild("report", run, "--out", tmp_path / "report", "--format", "md,csv")
     assert code == 0, stderr
-    rows = (tmp_path / "report.csv").read_text(encoding="utf-8").splitlines()
-    assert any(row.startswith("tiny_transformer,cognition/published,cg_test,cter_instance,1,0,")
-               and ",20,004 Table 1," in row for row in rows), rows
+    row = report_row(tmp_path / "report.csv", "cognition/published", "cter_instance")
+    # The entry's recipe is 5 steps: the run was made as its reported row says, so the number stands beside ours.
+    assert (row["paper"], row["published"], row["comparable"], row["paper_source"]) == (
+        "20", "", "yes", "Zheng et al. (2023), Table 1")
 
 
 def test_react_trains_evaluates_bleu_and_reports_beside_the_paper(benchbuild, react_benchmark, tiny_model, tmp_path):
@@ -169,9 +180,9 @@ def test_react_trains_evaluates_bleu_and_reports_beside_the_paper(benchbuild, re
     assert 0.0 <= metrics["bleu"]["score"] <= 100.0 and len(metrics["bleu_by_degree"]["buckets"]) == 5
     code, _, stderr = benchbuild("report", run, "--out", tmp_path / "report", "--format", "md,csv")
     assert code == 0, stderr
-    rows = (tmp_path / "report.csv").read_text(encoding="utf-8").splitlines()
-    assert any(row.startswith("tiny_transformer,react/published,cg_test,bleu,1,0,")
-               and ",11.4,001 Table 5," in row for row in rows), rows
+    row = report_row(tmp_path / "report.csv", "react/published", "bleu")
+    assert (row["paper"], row["published"], row["comparable"], row["paper_source"]) == (
+        "11.4", "", "yes", "Zheng and Lapata (2023), Table 5")
 
 
 @pytest.fixture

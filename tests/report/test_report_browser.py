@@ -112,3 +112,23 @@ def test_a_screenshot_of_the_page_is_written(opened, tmp_path):
     page.screenshot(path=str(path), full_page=True)
     pixels = imread(path)
     assert pixels.shape[0] > 900 and pixels[..., :3].std() > 0.05
+
+
+def test_the_leaderboards_show_confidence_intervals_and_the_page_the_per_seed_figure(opened, full_report):
+    from benchbuild.evaluation.uncertainty import SeedStatistics
+
+    page, _ = opened
+    table = "table.leaderboard[data-benchmark='scan/tiny']"
+    shown = page.eval_on_selector_all(f"{table} tbody tr", "rows => rows.map(row => [row.cells[0].textContent.trim(), "
+                                      "Array.from(row.querySelectorAll('small.ci'), ci => ci.textContent)])")
+    rows = {(row.model, row.metric): row for row in full_report.rows if row.benchmark == "scan/tiny"}
+    for model, intervals in shown:
+        assert len(intervals) == len({metric for m, metric in rows if m == model}), (model, intervals)
+        # Two seeds: the t-interval over seeds; one seed: the run's bootstrap over its test rows.
+        row = rows[(model, "exact_match")]
+        low, high = SeedStatistics.of(row.values).mean_interval or row.example_intervals[0]
+        assert intervals[0] == f"95% CI [{low:.2f}, {high:.2f}]"
+    assert {model for model, _ in shown} == {"tiny_transformer", "tiny_sag_t5"}
+    spread = page.locator("figure", has=page.locator("img[alt='per-seed results']"))
+    assert spread.count() == 1 and "95% t-interval over seeds" in spread.inner_text()
+    assert page.eval_on_selector("img[alt='per-seed results']", "image => image.naturalWidth") > 0

@@ -16,7 +16,7 @@ EXPECTED_FIGURES = {
     "learning curves scan/tiny", "learning curves react/tiny", "learning curves nounadj/tiny", "results",
     "bleu by degree react/tiny (cg_test)", "noun adjective pairs nounadj/tiny (test)",
     "relative position biases tiny_sag_t5 scan/tiny seed 0", "degree histogram react/tiny",
-    "length histograms scan/tiny",
+    "length histograms scan/tiny", "per-seed results",
 }
 
 
@@ -52,7 +52,7 @@ def latex_cells(text: str, label: str = "Ours") -> dict[tuple[str, str, str, str
 
 def test_every_format_is_written_under_the_prefix(full_report):
     suffixes = sorted(path.suffix for path in full_report.files)
-    assert suffixes == [".csv", ".html", ".md", ".tex"]
+    assert suffixes == [".bib", ".csv", ".html", ".md", ".tex"]
     assert all(path.is_file() and path.stat().st_size > 0 for path in full_report.files)
 
 
@@ -85,7 +85,7 @@ def test_the_latex_table_holds_the_csv_numbers_at_two_decimals(full_report):
     assert {key[2:] for key in cells} >= {("test", "exact match"), ("cg_test", "BLEU"), ("test", "COMP")}
     # Beside each paper number, ours by the paper's statistic (the catalogue's default: a mean, no spread).
     as_paper = latex_cells(prefix.with_suffix(".tex").read_text(encoding="utf-8"), "As paper")
-    assert set(as_paper) == {key for key, row in table.items() if row["paper"] and key in cells}
+    assert set(as_paper) == {key for key, row in table.items() if (row["paper"] or row["published"]) and key in cells}
     for key, (value, spread) in as_paper.items():
         assert value == pytest.approx(float(table[key]["ours_by_paper_statistic"]), abs=0.005 + 1e-9), key
         assert spread is None and table[key]["ours_statistic"].startswith("mean of "), key
@@ -113,7 +113,7 @@ def test_the_page_links_existing_figures_predictions_and_run_folders(full_report
     page = next(path for path in full_report.files if path.suffix == ".html")
     html = page.read_text(encoding="utf-8")
     links = re.findall(r'(?:src|href)="([^"]+)"', html)
-    local = [link for link in links if not link.startswith("data:")]
+    local = [link for link in links if not link.startswith(("data:", "#"))]
     assert sum(link.endswith("predictions.jsonl") for link in local) == 5
     assert sum(link.endswith(".png") for link in local) == len(EXPECTED_FIGURES)
     from urllib.parse import unquote

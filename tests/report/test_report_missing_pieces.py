@@ -29,7 +29,7 @@ def stripped_runs(trained_runs, tmp_path):
 def test_a_report_of_runs_with_missing_pieces_renders_every_format_and_says_what_is_missing(stripped_runs, tmp_path):
     bare, unevaluated = stripped_runs
     report = write_report([bare, unevaluated], tmp_path / "out" / "report")
-    assert sorted(path.suffix for path in report.files) == [".csv", ".html", ".md", ".tex"]
+    assert sorted(path.suffix for path in report.files) == [".bib", ".csv", ".html", ".md", ".tex"]
     expected = [(f"{unevaluated} has no metrics.json: left out of the tables (run `benchbuild eval --run "
                  f"{unevaluated}`)."),
                 f"{bare} has no validation lines in train_log.jsonl: no learning curve for it.",

@@ -1,7 +1,8 @@
 """The report computes our runs' number with the statistic the paper used (median or mean, IQR or std, the runs it
 leaves out by train exact match), says what it is, and footnotes rows whose recipe differs from the paper or whose
-paper number is another model's. The runs are real: three seeds of a tiny variant of the catalogue's `transformer`
-trained with `score_train`, so each run.json records its train exact match."""
+paper number is another model's; a paper number summarising more runs than ours is shown apart from ours. The runs
+are real: three seeds of a tiny variant of the catalogue's `transformer` trained with `score_train`, so each run.json
+records its train exact match."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 from small_inputs import write_benchmark
 
-from benchbuild.evaluation.report import PaperStatistic, build_report, markdown_table
+from benchbuild.report.markdown import APART_HEADING, markdown_table
+from benchbuild.report.rows import PaperStatistic, build_report
 from benchbuild.zoo.catalogue import CATALOGUE
 
 VARIANT = """\
@@ -200,14 +202,18 @@ def transformer_differences() -> list[str]:
 def test_markdown_footnotes_the_recipes_differences_and_a_paper_number_of_another_model(trained, tmp_path):
     copies = judged_by(tmp_path, trained, REPORTED.format(threshold=0.0))
     markdown = markdown_table(build_report(copies))
-    table, _, notes = markdown.partition("\n\n")
+    table, _, rest = markdown.partition("\n\n")
     lines = {line.split(" | ")[3]: line for line in table.splitlines()[2:]}  # by metric
     assert all(line.startswith("| tiny_median [1] |") for line in lines.values())
-    assert " | 50 [2] | mean of 3 runs, ± 1.5 (std) | test Table 2 |" in lines["bleu"]
-    assert " | 91 | median of 25 runs, runs with train exact match ≤ 0% excluded, ± 10 (IQR) | test Table 1 |" in \
-        lines["exact_match"]
+    # Three runs, as many as the paper's BLEU: beside ours; 25 for its exact match: apart, saying so.
+    assert " | 50 [2] | mean of 3 runs, ± 1.5 (std) | test Table 2 | yes |" in lines["bleu"]
+    assert " |  |  |  | no: 3 seeds, the paper reports the median of 25 |" in lines["exact_match"]
+    apart = rest.split(f"## {APART_HEADING}")[1]
+    assert ("| tiny_median | scan/tiny | test | exact_match | 91 | median of 25 runs, runs with train exact match "
+            "≤ 0% excluded, ± 10 (IQR) | test Table 1 | 3 seeds, the paper reports the median of 25 |") in apart
     differences = transformer_differences()
     assert differences, "the catalogue transformer should list differences for its scan recipe"
+    notes = "\n".join(line for line in rest.splitlines() if re.match(r"\d+\. ", line))
     assert notes.splitlines() == [
         f"1. tiny_median as trained here differs from its paper (recipe scan: {', '.join(differences)}): "
         f"`benchbuild zoo --model {tmp_path / 'tiny_median.toml'}` for details.",
@@ -235,6 +241,8 @@ def test_the_csv_has_the_paper_statistic_and_the_footnotes_columns(trained, tmp_
                                         "± 10 (IQR)")
     assert float(exact["ours_by_paper_statistic"]) == pytest.approx(statistics.median(kept), abs=1e-4)
     assert exact["excluded_runs"] == str(3 - len(kept)) and exact["paper_model"] == ""
+    assert (exact["paper"], exact["published"], exact["not_comparable_because"]) == (
+        "", "91", "3 seeds, the paper reports the median of 25")
     assert exact["ours_statistic"].startswith(f"median of 3 runs ({3 - len(kept)} excluded")
     assert exact["differences"] == f"recipe scan: {', '.join(transformer_differences())}"
     bleu = rows["bleu"]

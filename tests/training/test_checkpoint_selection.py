@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from benchbuild import zoo
 from benchbuild.cli import app
 from benchbuild.errors import BenchbuildError
-from benchbuild.evaluation.report import build_report, markdown_table
+from benchbuild.report.markdown import markdown_table
+from benchbuild.report.rows import build_report
 from benchbuild.training.loop import train
 from benchbuild.training.selection import selects
 from benchbuild.zoo.recipe import TrainingRecipe

@@ -67,7 +67,8 @@ def test_zoo_model_shows_each_recipe_familys_architecture_and_parameter_count(mo
     assert list(recipes) == ["mt", "mt_001", "nounadj", "scan", "scan_000"]
     mt, scan = recipes["mt"], recipes["scan"]
     assert "d_model = 512" in mt and "encoder_layers = 6" in mt and "dropout = 0.3" in mt
-    assert "select = best_validation" in mt and "(vocabulary 10,000)" in mt
+    assert "select = best_validation" in mt and "(separate source and target dictionaries, counted at 10,000 each" in mt
+    assert "(vocabulary 40,000)" in recipes["nounadj"]  # one dictionary shared by encoder, decoder and output
     assert "d_model = 128" in scan and "select = last" in scan and "keys this recipe changes: none" in scan
     assert parameters(mt) > 30_000_000 > parameters(scan)
     assert "d_model = 1024" in recipes["nounadj"] and "num_heads = 16" in recipes["nounadj"]

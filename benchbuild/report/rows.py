@@ -1,28 +1,26 @@
-"""Report tables over evaluated runs: model × benchmark split × metric, mean ± standard error over seeds, with the
-number the paper reports (the catalogue's `[[reported]]`) beside ours and our runs summarised as the paper summarised
-its own (`PaperStatistic`: its mean or median, its spread, its exclusions); footnotes say where the runs' recipe
-differs from the paper (its `[fidelity.<recipe>]` table) and where the paper's number is another model's. Written as
-Markdown and CSV here; the `benchbuild.report` package adds the LaTeX table, the figures and the HTML page."""
+"""The report's rows: every evaluation of the given run folders grouped by model, benchmark split and metric, our
+mean ± standard error over seeds, and the number the paper reports there (the catalogue's `[[reported]]`) with how it
+was made; our runs summarised as the paper summarised its own (`PaperStatistic`: its mean or median, its spread, its
+exclusions); whether the runs were made as the paper's number was (`protocol`: only then do the tables set the two
+side by side); and the footnotes on where the runs' recipe differs from the paper (its `[fidelity.<recipe>]` table)
+and where the paper's number is another model's. Every format of the report (`markdown`, `csv_table`, `latex`, `html`,
+`grid`, `figures`) shows these rows."""
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.papers import SPREADS, differences_of, reported_on, selection_rule, statistic_in_words
+from benchbuild.papers import (SPREADS, Paper, cited_paper, differences_of, reported_on, selection_rule,
+                               source_in_words)
+from benchbuild.report.protocol import Comparison, PaperProtocol, RunProtocol, compare
 from benchbuild.run_folder import METRICS_FILE, metrics_files, read_metrics, read_run
-
-COLUMNS = ("model", "benchmark", "split", "metric", "runs", "seeds", "mean", "standard_error", "paper", "paper_source",
-           "select", "paper_statistic", "paper_model", "ours_by_paper_statistic", "ours_spread", "ours_statistic",
-           "excluded_runs", "differences")
 
 
 @dataclass(frozen=True)
@@ -104,7 +102,9 @@ def _runs(count: int) -> str:
 
 @dataclass
 class ReportRow:
-    """One cell group of the table: a metric of one model on one benchmark split, over seeds."""
+    """One cell group of the table: a metric of one model on one benchmark split, over seeds. `paper` is the number
+    the paper published there, whether or not the runs were made as it was: the tables set it beside ours only when
+    `comparable`, and show it apart, with `comparison.words` saying why, otherwise."""
 
     model: str
     benchmark: str
@@ -113,12 +113,16 @@ class ReportRow:
     values: list[float] = field(default_factory=list)
     seeds: list[Any] = field(default_factory=list)
     paper: float | None = None
-    paper_source: str = ""
+    paper_source: str = ""  # the catalogue's `table`, "000 Table 3" (`source` names the paper by authors and year)
     selections: list[str] = field(default_factory=list)
     reported: dict[str, Any] | None = None  # the catalogue's `[[reported]]` row `paper` comes from
     train_exact_matches: list[float | None] = field(default_factory=list)  # per run; None: run.json has none
+    # Per run: its metrics.json's 95% bootstrap interval over the test rows (`<metric>_ci`); None where it has none.
+    example_intervals: list[list[float] | None] = field(default_factory=list)
     differences: dict[str, list[str]] = field(default_factory=dict)  # the runs' recipe -> its known differences
     zoo_reference: str = ""  # what `benchbuild zoo --model` takes to show the model's entry
+    protocols: list[RunProtocol] = field(default_factory=list)  # per run: how it was trained
+    paper_protocol: PaperProtocol | None = None  # how the paper's number was made, with `reported`
 
     @property
     def select(self) -> str:
@@ -143,6 +147,48 @@ class ReportRow:
         return PaperStatistic.of(self.values, self.train_exact_matches, self.reported)
 
     @property
+    def comparison(self) -> Comparison | None:
+        """What differs between the runs and the paper's protocol (None without a paper number)."""
+        if self.paper_protocol is None:
+            return None
+        return compare(self.paper_protocol, self.protocols, self.benchmark, self.split, self.train_exact_matches)
+
+    @property
+    def comparable(self) -> bool:
+        """Whether the runs were made as the paper's number was, so the two may stand side by side."""
+        comparison = self.comparison
+        return comparison is not None and comparison.comparable
+
+    @property
+    def compared_paper(self) -> float | None:
+        """The paper's number where it may stand beside ours, else None (no number, or another protocol's)."""
+        return self.paper if self.comparable else None
+
+    @property
+    def published_apart(self) -> float | None:
+        """The paper's number where the runs were not made as it was: shown apart from ours."""
+        return self.paper if self.paper is not None and not self.comparable else None
+
+    @property
+    def comparison_words(self) -> str:
+        """"yes", or "no: " and what differs; "" without a paper number."""
+        comparison = self.comparison
+        if comparison is None:
+            return ""
+        return "yes" if comparison.comparable else f"no: {comparison.words}"
+
+    @property
+    def source(self) -> str:
+        """Where the paper's number is, its paper by authors and year: "Chaabouni et al. (2021), Table 3"."""
+        return source_in_words(self.paper_source)
+
+    @property
+    def citation_key(self) -> str:
+        """The BibTeX key of the paper of `paper_source` ("chaabouni2021"); "" when it is none of `PAPERS`."""
+        paper = cited_paper(self.paper_source)
+        return "" if paper is None else paper.bibtex_key
+
+    @property
     def differences_in_words(self) -> str:
         """"recipe scan: vocabulary and embeddings, batch sampling"; one such part per recipe of the runs."""
         return "; ".join(f"recipe {recipe}: {', '.join(whats)}" for recipe, whats in self.differences.items())
@@ -160,7 +206,7 @@ class ReportRow:
         """A footnote saying that the paper's number belongs to another model than this one."""
         if self.reported is None or not self.reported.get("model_reported"):
             return None
-        return (f"The paper's number ({self.paper:g}, {self.paper_source}) is for {self.reported['model_reported']}, "
+        return (f"The paper's number ({self.paper:g}, {self.source}) is for {self.reported['model_reported']}, "
                 f"not for {self.model} as benchbuild builds it.")
 
 
@@ -177,6 +223,13 @@ class Footnotes:
         if text not in self.texts:
             self.texts.append(text)
         return self.texts.index(text) + 1
+
+
+def cited_papers(rows: Sequence[ReportRow]) -> list[Paper]:
+    """The papers whose numbers the rows show (beside ours or apart), in the order the rows first cite them: the
+    report's references."""
+    papers = [cited_paper(row.paper_source) for row in rows if row.paper is not None]
+    return list(dict.fromkeys(paper for paper in papers if paper is not None))
 
 
 def headline_metrics(metrics: dict[str, Any]) -> dict[str, float]:
@@ -197,7 +250,8 @@ def headline_metrics(metrics: dict[str, Any]) -> dict[str, float]:
 
 
 def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
-    """Group every evaluation of the given runs by model, benchmark, split and metric."""
+    """Group every evaluation of the given runs by model, benchmark, split and metric, each group with the paper's
+    number for it (its model's catalogue entry as it is now) and how that number was made."""
     groups: dict[tuple[str, str, str, str], ReportRow] = {}
     entries: dict[str, Any] = {}
     for run_dir in map(Path, run_dirs):
@@ -207,11 +261,12 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
             raise BenchbuildError(f"{run_dir} has no {METRICS_FILE}: run `benchbuild eval --run {run_dir}` first")
         model = str(run.get("model"))
         if model not in entries:
-            entries[model] = _entry(run)
+            entries[model] = _entry(run, run_dir)
         entry = entries[model]
         recipe = run.get("recipe_family")
         differences = differences_of(entry, recipe) if entry is not None and recipe else []
         train_exact_match = run.get("train_exact_match")
+        protocol = RunProtocol.of(run)
         for path in files:
             metrics = read_metrics(path)
             benchmark, split = str(metrics.get("benchmark")), str(metrics.get("split"))
@@ -226,76 +281,17 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
                         groups[key].paper = float(paper["value"])
                         groups[key].paper_source = str(paper.get("table", ""))
                         groups[key].reported = paper
+                        groups[key].paper_protocol = PaperProtocol.of(entry.recipes, paper, str(entry.path))
                 row = groups[key]
                 row.values.append(value)
+                row.example_intervals.append(metrics.get(f"{metric}_ci"))
                 row.seeds.append(run.get("seed"))
+                row.protocols.append(protocol)
                 row.selections.append(selection_rule(run))
                 row.train_exact_matches.append(None if train_exact_match is None else float(train_exact_match))
                 if differences:
                     row.differences.setdefault(str(recipe), differences)
     return [groups[key] for key in sorted(groups)]
-
-
-def markdown_table(rows: Iterable[ReportRow]) -> str:
-    """The table, then its numbered notes: a model's `[n]` where its recipe differs from the paper, a paper number's
-    where it is another model's."""
-    lines = ["| model | benchmark | split | metric | runs (seeds) | ours: mean ± s.e. | ours: as the paper | paper | "
-             "paper's statistic | source | select |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    notes = Footnotes()
-    for row in rows:
-        model = row.model + _marker(notes.mark(row.recipe_note))
-        error = "" if row.standard_error is None else f" ± {row.standard_error:.2f}"
-        paper = "" if row.paper is None else f"{row.paper:g}" + _marker(notes.mark(row.paper_note))
-        seeds = ", ".join(str(seed) for seed in row.seeds)
-        by_paper = row.by_paper_statistic
-        as_paper = "" if by_paper is None else f"{by_paper.text}: {by_paper.words}"
-        paper_statistic = "" if row.reported is None else statistic_in_words(row.reported)
-        lines.append(f"| {model} | {row.benchmark} | {row.split} | {row.metric} | {len(row.values)} ({seeds}) | "
-                     f"{row.mean:.2f}{error} | {as_paper} | {paper} | {paper_statistic} | {row.paper_source} | "
-                     f"{row.select} |")
-    lines += ["", *(f"{number}. {text}" for number, text in enumerate(notes.texts, start=1))] if notes.texts else []
-    return "\n".join(lines) + "\n"
-
-
-def _marker(number: int | None) -> str:
-    return "" if number is None else f" [{number}]"
-
-
-def csv_fields(row: ReportRow) -> list[Any]:
-    """A row's values under `COLUMNS`."""
-    by_paper = row.by_paper_statistic
-    return [row.model, row.benchmark, row.split, row.metric, len(row.values),
-            " ".join(str(seed) for seed in row.seeds), f"{row.mean:.4f}",
-            "" if row.standard_error is None else f"{row.standard_error:.4f}",
-            "" if row.paper is None else f"{row.paper:g}", row.paper_source, row.select,
-            "" if row.reported is None else statistic_in_words(row.reported),
-            "" if row.reported is None else row.reported.get("model_reported", ""),
-            "" if by_paper is None or by_paper.value is None else f"{by_paper.value:.4f}",
-            "" if by_paper is None or by_paper.spread_value is None else f"{by_paper.spread_value:.4f}",
-            "" if by_paper is None else by_paper.words,
-            "" if by_paper is None or by_paper.reported.get("min_train_exact_match") is None else by_paper.excluded,
-            row.differences_in_words]
-
-
-def csv_table(rows: Iterable[ReportRow]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    for row in rows:
-        writer.writerow(csv_fields(row))
-    return buffer.getvalue()
-
-
-def write_report(run_dirs: Sequence[str | Path], prefix: str | Path) -> tuple[list[ReportRow], Path, Path]:
-    """Write `PREFIX.md` and `PREFIX.csv`; returns the rows and both paths."""
-    rows = build_report(run_dirs)
-    prefix = Path(prefix)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    markdown, table = prefix.with_name(prefix.name + ".md"), prefix.with_name(prefix.name + ".csv")
-    markdown.write_text(markdown_table(rows), encoding="utf-8")
-    table.write_text(csv_table(rows), encoding="utf-8")
-    return rows, markdown, table
 
 
 def _same_benchmark(reported: str, ours: str, split: str) -> bool:
@@ -306,12 +302,14 @@ def _same_benchmark(reported: str, ours: str, split: str) -> bool:
     return reported_on(reported, family, name, [split])
 
 
-def _entry(run: dict[str, Any]):
+def _entry(run: dict[str, Any], run_dir: Path):
     """The catalogue entry of the run's model, its reported numbers and fidelity tables as they are now (None when
     its entry cannot be found any more)."""
     from benchbuild import zoo
+    from benchbuild.run_folder import recorded_entry
 
-    for reference in (run.get("model_entry"), run.get("model")):
+    # run.json names the entry by catalogue name, or its file relative to the run folder (absolute in older runs).
+    for reference in (recorded_entry(run_dir, run), run.get("model")):
         if not reference:
             continue
         try:

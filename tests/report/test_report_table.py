@@ -1,4 +1,5 @@
-"""`benchbuild report`: mean ± standard error over seeds, the paper's number beside ours, Markdown and CSV."""
+"""`benchbuild report`: mean ± standard error over seeds, the paper's number with its source, Markdown and CSV; run
+folders that record nothing of how they were trained (no recipe, no steps) are not compared with it."""
 
 import csv
 import json
@@ -8,7 +9,7 @@ from typer.testing import CliRunner
 
 from benchbuild.cli import app
 from benchbuild.errors import BenchbuildError
-from benchbuild.evaluation.report import build_report
+from benchbuild.report.rows import build_report
 
 ENTRY = """\
 name = "tiny_transformer"
@@ -48,7 +49,8 @@ def test_two_seeds_give_mean_and_standard_error_beside_the_papers_number(runs):
     jump = rows[("scan/addprim_jump", "exact_match")]
     assert jump.values == [2.0, 6.0] and jump.seeds == [0, 1]
     assert jump.mean == 4.0 and jump.standard_error == pytest.approx(2.0)  # sd 2.828 / sqrt(2)
-    assert (jump.paper, jump.paper_source) == (3.0, "000 Table 3")
+    assert (jump.paper, jump.paper_source, jump.source) == (3.0, "000 Table 3", "Chaabouni et al. (2021), Table 3")
+    assert jump.comparison.differences == ["the catalogue names no recipe for the paper's number"]
     assert rows[("scan/addprim_jump", "bleu")].paper is None
     single = rows[("scan/simple", "exact_match")]
     assert single.standard_error is None and single.paper is None
@@ -70,14 +72,18 @@ def test_report_command_writes_markdown_and_csv(runs, tmp_path):
     assert result.exit_code == 0, result.output
     markdown = (tmp_path / "out" / "table.md").read_text()
     assert ("| tiny_transformer | scan/addprim_jump | test | exact_match | 2 (0, 1) | 4.00 ± 2.00 | "
-            "4.00: mean of 2 runs | 3 | mean (runs not recorded) | 000 Table 3 |") in markdown
-    assert "| tiny_transformer | scan/simple | test | exact_match | 1 (0) | 99.00 |  |  |  |  |" in markdown
+            "4.00: mean of 2 runs |  |  |  | no: the catalogue names no recipe for the paper's number | "
+            "best_validation by exact_match |") in markdown
+    assert ("| tiny_transformer | scan/addprim_jump | test | exact_match | 3 | mean (runs not recorded) | "
+            "Chaabouni et al. (2021), Table 3 | the catalogue names no recipe for the paper's number |") in markdown
+    assert ("| tiny_transformer | scan/simple | test | exact_match | 1 (0) | 99.00 |  |  |  |  |  | "
+            "best_validation by exact_match |") in markdown
     assert markdown.splitlines()[0] in result.output
     with open(tmp_path / "out" / "table.csv", newline="") as handle:
         table = list(csv.DictReader(handle))
     jump = next(r for r in table if r["benchmark"] == "scan/addprim_jump" and r["metric"] == "exact_match")
-    assert (jump["runs"], jump["seeds"], jump["mean"], jump["standard_error"], jump["paper"]) == \
-        ("2", "0 1", "4.0000", "2.0000", "3")
+    assert (jump["runs"], jump["seeds"], jump["mean"], jump["standard_error"], jump["paper"], jump["published"]) == \
+        ("2", "0 1", "4.0000", "2.0000", "", "3")
 
 
 def test_a_run_without_metrics_is_an_error_saying_what_to_run(tmp_path):

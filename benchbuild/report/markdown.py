@@ -1,0 +1,57 @@
+"""The report as Markdown (`PREFIX.md`, and what `benchbuild report` prints): the table of model × benchmark split ×
+metric, with the paper's number beside ours where the runs were made as it was; the published numbers they were not
+made as, apart, each with what differs; the numbered notes; and the references of the papers cited."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from benchbuild.papers import statistic_in_words
+from benchbuild.report.rows import Footnotes, ReportRow, cited_papers
+
+APART_HEADING = "Published numbers not set beside ours"
+APART_INTRO = ("Our runs above were not made as these numbers were (another recipe, fewer steps, another checkpoint "
+               "selection or split, fewer seeds than the paper's statistic): each is shown here, apart from ours, "
+               "with what differs.")
+
+
+def markdown_table(rows: Sequence[ReportRow]) -> str:
+    """The table; the published numbers our runs do not compare with; the notes (a model's `[n]` where its recipe
+    differs from the paper, a paper number's where it is another model's); the references."""
+    rows = list(rows)
+    lines = ["| model | benchmark | split | metric | runs (seeds) | ours: mean ± s.e. | ours: as the paper | paper | "
+             "paper's statistic | source | compared with the paper | select |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    notes = Footnotes()
+    for row in rows:
+        model = row.model + _marker(notes.mark(row.recipe_note))
+        error = "" if row.standard_error is None else f" ± {row.standard_error:.2f}"
+        seeds = ", ".join(str(seed) for seed in row.seeds)
+        by_paper = row.by_paper_statistic
+        as_paper = "" if by_paper is None else f"{by_paper.text}: {by_paper.words}"
+        paper = statistic = source = ""
+        if row.compared_paper is not None:
+            paper = f"{row.paper:g}" + _marker(notes.mark(row.paper_note))
+            statistic, source = statistic_in_words(row.reported), row.source
+        lines.append(f"| {model} | {row.benchmark} | {row.split} | {row.metric} | "
+                     f"{len(row.values)} ({seeds}) | {row.mean:.2f}{error} | {as_paper} | {paper} | {statistic} | "
+                     f"{source} | {row.comparison_words} | {row.select} |")
+    apart = [row for row in rows if row.published_apart is not None]
+    if apart:
+        lines += ["", f"## {APART_HEADING}", "", APART_INTRO, "",
+                  "| model | benchmark | split | metric | published | paper's statistic | source | what differs |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for row in apart:
+            lines.append(f"| {row.model} | {row.benchmark} | {row.split} | {row.metric} | "
+                         f"{row.paper:g}{_marker(notes.mark(row.paper_note))} | {statistic_in_words(row.reported)} | "
+                         f"{row.source} | {row.comparison.words} |")
+    if notes.texts:
+        lines += ["", *(f"{number}. {text}" for number, text in enumerate(notes.texts, start=1))]
+    papers = cited_papers(rows)
+    if papers:
+        lines += ["", "## References", "", *(f"- {paper.in_text}: {paper.citation()}" for paper in papers)]
+    return "\n".join(lines) + "\n"
+
+
+def _marker(number: int | None) -> str:
+    return "" if number is None else f" [{number}]"
