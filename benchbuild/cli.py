@@ -581,7 +581,7 @@ def report_command(
     from benchbuild.report.write import write_report
 
     if compare is not None:
-        from benchbuild.evaluation.uncertainty import compare_runs, comparison_text, run_group
+        from benchbuild.report.compare import compare_runs, comparison_text, run_group
         from benchbuild.report.runs import read_runs
 
         if run_dirs:

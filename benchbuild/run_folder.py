@@ -241,14 +241,15 @@ def benchmark_fingerprint(split_fingerprints: Mapping[str, str]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def entry_record(entry: Any, run_dir: Path) -> dict[str, Any]:
+def entry_record(entry: Any, run_dir: Path, catalogue: Path) -> dict[str, Any]:
     """How `run.json` names the catalogue entry a run trained: `model_entry` is the name of an entry the package ships
-    (`benchbuild zoo` lists it), else the entry file's path relative to the run folder (None where only an absolute
-    path reaches it) with the file's sha256 in `model_entry_sha256`, so a changed file is noticed."""
+    in the folder `catalogue` (`zoo.catalogue.CATALOGUE`: `benchbuild zoo` lists it), else the entry file's path
+    relative to the run folder (None where only an absolute path reaches it) with the file's sha256 in
+    `model_entry_sha256`, so a changed file is noticed. (The catalogue folder is passed in: the run folder's module
+    does not import the zoo, whose loading imports it.)"""
     from benchbuild.fingerprint import sha256_file
-    from benchbuild.zoo.catalogue import CATALOGUE
 
-    shipped = CATALOGUE / f"{entry.path.stem}.toml"
+    shipped = catalogue / f"{entry.path.stem}.toml"
     if shipped.is_file() and shipped.resolve() == Path(entry.path).resolve():
         return {"model_entry": entry.path.stem}
     return {"model_entry": portable_path(entry.path, run_dir), "model_entry_sha256": sha256_file(entry.path)}

@@ -1,7 +1,9 @@
 """The report as one CSV table (`PREFIX.csv`), a row per model × benchmark split × metric: `paper` holds the paper's
 number only where our runs were made as it was (`comparable`), `published` holds it where they were not, and
 `not_comparable_because` says what differs; the paper is named by authors and year (`paper_source`) and by its BibTeX
-key (`paper_citation_key`, an entry of `PREFIX.bib`)."""
+key (`paper_citation_key`, an entry of `PREFIX.bib`). In a headline column two or more models share, `p_vs_best` is
+the p-value of the row's test against the column's best mean (`significance`: the one `report --compare BEST MODEL`
+prints) and `test_vs_best` says which test that was, "best" on the best row, or why no test could be run."""
 
 from __future__ import annotations
 
@@ -14,13 +16,15 @@ from benchbuild.report.rows import ReportRow
 
 COLUMNS = ("model", "benchmark", "split", "metric", "runs", "seeds", "mean", "standard_error", "paper", "published",
            "comparable", "not_comparable_because", "paper_source", "paper_citation_key", "select", "paper_statistic",
-           "paper_model", "ours_by_paper_statistic", "ours_spread", "ours_statistic", "excluded_runs", "differences")
+           "paper_model", "ours_by_paper_statistic", "ours_spread", "ours_statistic", "excluded_runs", "differences",
+           "p_vs_best", "test_vs_best")
 
 
 def csv_fields(row: ReportRow) -> list[Any]:
     """A row's values under `COLUMNS`."""
     by_paper = row.by_paper_statistic
     comparison = row.comparison
+    against = row.against_best
     return [row.model, row.benchmark, row.split, row.metric, len(row.values),
             " ".join(str(seed) for seed in row.seeds), f"{row.mean:.4f}",
             "" if row.standard_error is None else f"{row.standard_error:.4f}",
@@ -36,7 +40,9 @@ def csv_fields(row: ReportRow) -> list[Any]:
             "" if by_paper is None or by_paper.spread_value is None else f"{by_paper.spread_value:.4f}",
             "" if by_paper is None else by_paper.words,
             "" if by_paper is None or by_paper.reported.get("min_train_exact_match") is None else by_paper.excluded,
-            row.differences_in_words]
+            row.differences_in_words,
+            "" if against is None or against.p_value is None else f"{against.p_value:.6g}",
+            "" if against is None else against.method]
 
 
 def csv_table(rows: Iterable[ReportRow]) -> str:

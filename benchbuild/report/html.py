@@ -2,7 +2,8 @@
 benchmark split, sortable by any column (a few lines of inline script), the papers' numbers beside ours where our runs
 were made as they were (else the cell says what differs, and the number is listed apart under the leaderboard), our
 runs summarised by each paper's statistic, with numbered notes (recipes that differ from their paper, a paper's number
-that is another model's), the references of the papers cited, the figures
+that is another model's) and each headline cell's test against the best of its column (significant differences
+marked, the level and tests stated under the leaderboard), the references of the papers cited, the figures
 (files in `PREFIX_files/`), every run with its predictions linked, and the first wrong predictions of each benchmark
 with their differences from the reference marked. Nothing is fetched from a network."""
 
@@ -26,6 +27,7 @@ from benchbuild.papers import statistic_in_words
 from benchbuild.report.headline import headline_columns, metric_name, metric_rank
 from benchbuild.report.rows import Footnotes, ReportRow, cited_papers
 from benchbuild.report.runs import RunSummary
+from benchbuild.report.significance import LEGEND, MARK, missing_note
 
 WRONG_SHOWN = 10
 
@@ -91,7 +93,7 @@ def leaderboards(rows: Sequence[ReportRow]) -> list[dict[str, Any]]:
                      Cell(", ".join(map(str, any_row.seeds)), " ".join(map(str, any_row.seeds)))]
             for metric in metrics:
                 row = of_model.get(metric)
-                cells.append(_ours(row))
+                cells.append(_ours(row, notes))
                 if metric in reported:
                     cells.append(_as_paper(row))
                 if metric in with_paper:
@@ -105,27 +107,35 @@ def leaderboards(rows: Sequence[ReportRow]) -> list[dict[str, Any]]:
                   "published": _marked(f"{row.paper:g}", notes.mark(row.paper_note)),
                   "statistic": statistic_in_words(row.reported), "source": _source(row),
                   "differs": row.comparison.words} for row in found if row.published_apart is not None]
+        tested = any(row.against_best is not None for row in found)
         boards.append({"benchmark": benchmark, "split": split, "header": header, "rows": lines,
                        "sorted_by": header[position], "notes": [_note_markup(text) for text in notes.texts],
-                       "apart": apart})
+                       "apart": apart, "significance": _note_markup(LEGEND) if tested else None})
     return boards
 
 
-def _ours(row: ReportRow | None) -> Cell:
+def _ours(row: ReportRow | None, notes: Footnotes) -> Cell:
     """Mean ± s.e. and its 95% interval: over seeds (t) where there are several, else the run's bootstrap over its
-    test rows, as its metrics.json records it (`uncertainty`)."""
+    test rows, as its metrics.json records it (`uncertainty`); `MARK` where it differs significantly from the best
+    of its column, a note where no test could be run, and the test in the tooltip."""
     if row is None:
         return Cell("—", "", "not evaluated")
     error = "" if row.standard_error is None else f" ± {row.standard_error:.2f}"
     title = "one seed: no standard error" if row.standard_error is None else "mean ± standard error over seeds"
+    number = Markup("{}{}").format(f"{row.mean:.2f}", error)
+    against = row.against_best
+    if against is not None:
+        title += f"; against the best: {against.words}"
+        number = (Markup('{}<sup class="significant">{}</sup>').format(number, MARK) if against.significant
+                  else _marked(number, notes.mark(missing_note(row))))
     interval = SeedStatistics.of(row.values).mean_interval
     basis = f"t-interval of the mean over {len(row.values)} seeds"
     if interval is None and row.example_intervals:
         interval, basis = row.example_intervals[0], "bootstrap over the test rows (the run's metrics.json)"
     if interval is None:
-        return Cell(f"{row.mean:.2f}{error}", round(row.mean, 6), title)
+        return Cell(number, round(row.mean, 6), title)
     low, high = (f"{bound:.2f}" for bound in interval)
-    return Cell(Markup('{}{} <small class="ci">95% CI [{}, {}]</small>').format(f"{row.mean:.2f}", error, low, high),
+    return Cell(Markup('{} <small class="ci">95% CI [{}, {}]</small>').format(number, low, high),
                 round(row.mean, 6), f"{title}; 95% confidence interval: {basis}")
 
 
@@ -156,7 +166,7 @@ def _source(row: ReportRow) -> Markup:
     return Markup('<a href="#ref-{}">{}</a>').format(row.citation_key, row.source)
 
 
-def _marked(text: str, *numbers: int | None) -> Markup:
+def _marked(text: str | Markup, *numbers: int | None) -> Markup:
     """`text` with the numbers of its notes as a superscript, each once."""
     shown = sorted({number for number in numbers if number is not None})
     return Markup("{}<sup>{}</sup>").format(text, ",".join(map(str, shown))) if shown else Markup("{}").format(text)

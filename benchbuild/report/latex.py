@@ -4,7 +4,8 @@ paper's statistic and the paper's number, where our runs were made as it was, it
 `\\citet` (the entries are in `PREFIX.bib`, `bibtex_file`); a number our runs were not made as reads "n.c." there,
 its note says what differs, and a second table lists those published numbers apart. Numbered notes under the table
 say what each "As paper" cell is, where a model's recipe differs from its paper and where a paper's number is another
-model's."""
+model's; an Ours cell that differs significantly from the best of its column carries `significance.MARK`, stated with
+the level and the tests in a row of its own, and a note where no test could be run."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from typing import Sequence
 from benchbuild.papers import source_parts
 from benchbuild.report.headline import Column, cell_index, headline_columns
 from benchbuild.report.rows import Footnotes, ReportRow
+from benchbuild.report.significance import LEGEND, MARK, missing_note
 
 MISSING = "--"
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
             "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}",
-            ">": r"\textgreater{}", "≤": r"$\leq$", "≥": r"$\geq$"}  # pdflatex's utf8 input has no ≤, ≥
+            ">": r"\textgreater{}", "≤": r"$\leq$", "≥": r"$\geq$",
+            "α": r"$\alpha$"}  # pdflatex's utf8 input has no ≤, ≥, α
 
 
 def escape(text: str) -> str:
@@ -75,6 +78,16 @@ def note_marks(*numbers: int | None) -> str:
     return f"\\textsuperscript{{{','.join(map(str, shown))}}}" if shown else ""
 
 
+def significance_mark(row: ReportRow | None, notes: Footnotes) -> str:
+    """`\\textsuperscript{*}` after an Ours cell that differs significantly from its column's best, the number of its
+    note where no test could be run; "" otherwise."""
+    if row is None or row.against_best is None:
+        return ""
+    if row.against_best.significant:
+        return f"\\textsuperscript{{{MARK}}}"
+    return note_marks(notes.mark(missing_note(row)))
+
+
 def latex_table(rows: Sequence[ReportRow], bibliography: str = "") -> str:
     """A `tabular` with booktabs rules (needs `\\usepackage{booktabs}`, and natbib for `\\citet`), its legend and
     notes in the last rows, then the published numbers our runs were not made as (`published_table`). A column with
@@ -122,12 +135,15 @@ def latex_table(rows: Sequence[ReportRow], bibliography: str = "") -> str:
         for row, w in zip(of_model, widths):
             by_paper = None if row is None else row.by_paper_statistic
             words = None if by_paper is None else by_paper.words
-            row_cells += [ours(row), as_paper(row) + note_marks(notes.mark(words)), paper(row)] if w == 3 else \
-                [ours(row), paper(row)]
+            ours_cell = ours(row) + significance_mark(row, notes)
+            row_cells += [ours_cell, as_paper(row) + note_marks(notes.mark(words)), paper(row)] if w == 3 else \
+                [ours_cell, paper(row)]
         lines.append(" & ".join(row_cells) + " \\\\")
     lines.append("\\bottomrule")
     lines.append(f"\\multicolumn{{{width}}}{{l}}{{\\footnotesize Ours: mean $\\pm$ standard error over seeds "
                  f"(no $\\pm$: one seed); {MISSING}: no number.}} \\\\")
+    if any(row.against_best is not None for row in rows if Column.of(row) in shown):
+        lines.append(f"\\multicolumn{{{width}}}{{p{{0.9\\linewidth}}}}{{\\footnotesize {note_text(LEGEND)}}} \\\\")
     if reported & shown:
         lines.append(f"\\multicolumn{{{width}}}{{l}}{{\\footnotesize As paper: our runs summarised by the statistic "
                      "of the paper's number (its spread: $\\pm$ std or s.e., or the IQR), as its note says.} \\\\")

@@ -1,6 +1,8 @@
 """The report as Markdown (`PREFIX.md`, and what `benchbuild report` prints): the table of model × benchmark split ×
 metric, with the paper's number beside ours where the runs were made as it was; the published numbers they were not
-made as, apart, each with what differs; the numbered notes; and the references of the papers cited."""
+made as, apart, each with what differs; the numbered notes; and the references of the papers cited. Its last column
+gives each headline row's test against the best of its column, `*` where the difference is significant
+(`significance.LEGEND`, stated under the table)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Sequence
 
 from benchbuild.papers import statistic_in_words
 from benchbuild.report.rows import Footnotes, ReportRow, cited_papers
+from benchbuild.report.significance import LEGEND
 
 APART_HEADING = "Published numbers not set beside ours"
 APART_INTRO = ("Our runs above were not made as these numbers were (another recipe, fewer steps, another checkpoint "
@@ -20,8 +23,8 @@ def markdown_table(rows: Sequence[ReportRow]) -> str:
     differs from the paper, a paper number's where it is another model's); the references."""
     rows = list(rows)
     lines = ["| model | benchmark | split | metric | runs (seeds) | ours: mean ± s.e. | ours: as the paper | paper | "
-             "paper's statistic | source | compared with the paper | select |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "paper's statistic | source | compared with the paper | select | against the best |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     notes = Footnotes()
     for row in rows:
         model = row.model + _marker(notes.mark(row.recipe_note))
@@ -35,7 +38,10 @@ def markdown_table(rows: Sequence[ReportRow]) -> str:
             statistic, source = statistic_in_words(row.reported), row.source
         lines.append(f"| {model} | {row.benchmark} | {row.split} | {row.metric} | "
                      f"{len(row.values)} ({seeds}) | {row.mean:.2f}{error} | {as_paper} | {paper} | {statistic} | "
-                     f"{source} | {row.comparison_words} | {row.select} |")
+                     f"{source} | {row.comparison_words} | {row.select} | "
+                     f"{'' if row.against_best is None else row.against_best.words} |")
+    if any(row.against_best is not None for row in rows):
+        lines += ["", f"Against the best: {LEGEND}"]
     apart = [row for row in rows if row.published_apart is not None]
     if apart:
         lines += ["", f"## {APART_HEADING}", "", APART_INTRO, "",

@@ -3,7 +3,8 @@ mean ± standard error over seeds, and the number the paper reports there (the c
 was made; our runs summarised as the paper summarised its own (`PaperStatistic`: its mean or median, its spread, its
 exclusions); whether the runs were made as the paper's number was (`protocol`: only then do the tables set the two
 side by side); and the footnotes on where the runs' recipe differs from the paper (its `[fidelity.<recipe>]` table)
-and where the paper's number is another model's. Every format of the report (`markdown`, `csv_table`, `latex`, `html`,
+and where the paper's number is another model's; each row's test against the best of its column, set by
+`significance.compare_with_best`. Every format of the report (`markdown`, `csv_table`, `latex`, `html`,
 `grid`, `figures`) shows these rows."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from benchbuild.papers import (SPREADS, Paper, cited_paper, differences_of, repo
                                source_in_words)
 from benchbuild.report.protocol import Comparison, PaperProtocol, RunProtocol, compare
 from benchbuild.run_folder import METRICS_FILE, metrics_files, read_metrics, read_run
+
+if TYPE_CHECKING:
+    from benchbuild.report.significance import AgainstBest
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,8 @@ class ReportRow:
     zoo_reference: str = ""  # what `benchbuild zoo --model` takes to show the model's entry
     protocols: list[RunProtocol] = field(default_factory=list)  # per run: how it was trained
     paper_protocol: PaperProtocol | None = None  # how the paper's number was made, with `reported`
+    metrics_files: list[Path] = field(default_factory=list)  # per run: its metrics.json, predictions.jsonl beside it
+    against_best: AgainstBest | None = None  # its test against its column's best (`significance.compare_with_best`)
 
     @property
     def select(self) -> str:
@@ -286,6 +292,7 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
                 row.values.append(value)
                 row.example_intervals.append(metrics.get(f"{metric}_ci"))
                 row.seeds.append(run.get("seed"))
+                row.metrics_files.append(path)
                 row.protocols.append(protocol)
                 row.selections.append(selection_rule(run))
                 row.train_exact_matches.append(None if train_exact_match is None else float(train_exact_match))

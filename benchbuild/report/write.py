@@ -19,6 +19,7 @@ from benchbuild.report.grid import DEFAULT_RULE, Grid, csv_grid, grid_report, ht
 from benchbuild.report.markdown import markdown_table
 from benchbuild.report.rows import ReportRow, build_report
 from benchbuild.report.runs import BenchmarkFolders, RunSummary, read_runs
+from benchbuild.report.significance import compare_with_best
 
 
 @dataclass
@@ -39,7 +40,8 @@ def output_path(prefix: Path, suffix: str) -> Path:
 def write_report(run_dirs: Sequence[str | Path], prefix: str | Path, formats: Sequence[str] = FORMATS,
                  data_dirs: Sequence[str | Path] = (), grid_rule: str = DEFAULT_RULE) -> Report:
     """Write the asked formats under `prefix`; the figures are drawn for `tex` (PDFs) and `html` (PNGs), and `tex`
-    comes with `PREFIX.bib`, the BibTeX entries its `\\citet`s cite (`papers.bibtex_file`). Runs of a
+    comes with `PREFIX.bib`, the BibTeX entries its `\\citet`s cite (`papers.bibtex_file`). The main tables mark
+    the rows that differ significantly from the best of their column (`significance.compare_with_best`). Runs of a
     hyperparameter grid (some set architecture keys) show the configuration `grid_rule` picks per model and
     benchmark in every table and figure, with every configuration's mean listed (`report.grid`).
 
@@ -60,6 +62,7 @@ def write_report(run_dirs: Sequence[str | Path], prefix: str | Path, formats: Se
     report = Report(rows=grid.rows if grid else build_report([run.folder for run in evaluated]), notes=notes,
                     grid=grid)
     report.notes += missing_pieces(runs, report.rows) + (grid.notes if grid else [])
+    compare_with_best(report.rows)
     shown = runs if grid is None else [run for run in runs if run.folder in grid.selected]
     with work_directory(prefix) as stage:
         staged: list[tuple[Path, Path]] = []  # (written in the stage, its place)

@@ -35,6 +35,7 @@ from benchbuild.run_folder import (RUN_FILE, append_log, benchmark_fingerprint, 
                                    entry_record, environment, mark_failed, open_run, portable_path, read_run,
                                    save_pretrained, train_command_line, truncate_log, write_run)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
+from benchbuild.zoo.catalogue import CATALOGUE
 from benchbuild.zoo.decoding import length_rule
 from benchbuild.zoo.loading import TranslationTokenizer, load_model
 from benchbuild.training.tokenization import build_dictionaries, build_tokenizer
@@ -247,7 +248,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
                  "validation_split": options.validation_split}
     benchmark_path = portable_path(data, out)
     record.update({
-        "model": entry.name, **entry_record(entry, out), "benchbuild_version": __version__,
+        "model": entry.name, **entry_record(entry, out, CATALOGUE), "benchbuild_version": __version__,
         "benchmark": {**({} if benchmark_path is None else {"path": benchmark_path}),
                       "fingerprint": benchmark_fingerprint({name: s.fingerprint for name, s in info.splits.items()}),
                       "family": info.family, "name": info.name,
