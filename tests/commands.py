@@ -5,7 +5,12 @@ Imported as `commands` (pytest puts `tests/` on `sys.path` when it loads `tests/
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
+import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +25,30 @@ def benchbuild(*arguments: str | Path, cwd: Path | None = None) -> subprocess.Co
                           stdin=subprocess.DEVNULL)
 
 
+def benchbuild_in_process(*arguments: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`benchbuild ARGUMENTS…` through the same console entry point (`benchbuild.cli.main`) in this test process, its
+    exit code and output as `benchbuild` returns them. A new process pays ~5 s of imports (torch, transformers,
+    datasets) before its first check; here they are paid once per test process, so a suite of refusals costs
+    milliseconds each. Only for commands that need no process of their own (no signal, lock or terminal)."""
+    from benchbuild.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    argv, handler = ["benchbuild", *map(str, arguments)], signal.getsignal(signal.SIGTERM)
+    saved_argv = sys.argv
+    sys.argv = argv
+    try:
+        with contextlib.chdir(cwd or os.getcwd()), contextlib.redirect_stdout(stdout), \
+                contextlib.redirect_stderr(stderr):
+            main()
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+    finally:
+        sys.argv = saved_argv
+        signal.signal(signal.SIGTERM, handler)
+    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
+
+
 def refused(done: subprocess.CompletedProcess, *phrases: str) -> None:
     """`done` was refused the way every refusal must be: exit 1 (an error benchbuild names) or 2 (a usage error),
     no traceback, and exactly one `benchbuild: error:` line, the last thing printed (progress bars may precede it),
@@ -30,6 +59,21 @@ def refused(done: subprocess.CompletedProcess, *phrases: str) -> None:
     assert done.stderr.rstrip().endswith(errors[0]), done.stderr
     for phrase in phrases:
         assert phrase in errors[0], done.stderr
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (path relative to it) with its bytes."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def log_without_times(run_dir: Path) -> list[dict]:
+    """A run's `train_log.jsonl` without its wall-clock field (`elapsed_s`), which no two runs share."""
+    lines = [json.loads(line) for line in (run_dir / "train_log.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [{key: value for key, value in line.items() if key != "elapsed_s"} for line in lines]
 
 
 def file_hashes(*paths: Path) -> dict[str, str]:

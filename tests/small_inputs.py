@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-from commands import benchbuild
+from commands import benchbuild_in_process
 
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
 
@@ -105,11 +105,11 @@ TINY_REACT = ["--ensemble-size", "1", "--max-steps", "2",
 
 def build_react(folder: Path, pool: list[str], *extra: str, train: list[str] | None = None
                 ) -> subprocess.CompletedProcess:
-    """`benchbuild build-react` in `folder` (output `folder/out`) with `train` (default `word_lines()`) as both sides
+    """`benchbuild build-react` (in this process) in `folder` (output `folder/out`) with `train` (default `word_lines()`) as both sides
     of the training corpus, `pool` as both sides of the candidate pool, `TINY_REACT` and `extra`."""
     train = word_lines() if train is None else train
     train_src, train_tgt = write_lines(folder / "train.de", train), write_lines(folder / "train.en", train)
     pool_src, pool_tgt = write_lines(folder / "pool.de", pool), write_lines(folder / "pool.en", pool)
-    return benchbuild("build-react", "--out", folder / "out", "--train-src", train_src, "--train-tgt", train_tgt,
-                      "--pool-src", pool_src, "--pool-tgt", pool_tgt, "--cache-dir", folder / "cache", *TINY_REACT,
-                      *extra)
+    return benchbuild_in_process("build-react", "--out", folder / "out", "--train-src", train_src, "--train-tgt",
+                                 train_tgt, "--pool-src", pool_src, "--pool-tgt", pool_tgt, "--cache-dir",
+                                 folder / "cache", *TINY_REACT, *extra)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import datasets
 import pytest
-from commands import benchbuild, refused
+from commands import benchbuild_in_process as benchbuild
+from commands import refused
 from small_inputs import WORDS, build_react, write_lines
 
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts, load_splits

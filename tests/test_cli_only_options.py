@@ -12,7 +12,8 @@ from pathlib import Path
 import datasets
 import pyarrow.parquet as pq
 import pytest
-from commands import benchbuild, refused
+from commands import benchbuild_in_process as benchbuild
+from commands import refused
 from small_inputs import TINY_REACT, tiny_transformer_entry, word_lines, write_benchmark, write_lines
 
 from benchbuild.benchmark import load_splits, read_build_info
@@ -26,7 +27,7 @@ TINY_MODEL = (tiny_transformer_entry("tiny", "mt", steps=4, batch_size=8, learni
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
+def mt_model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("model") / "tiny.toml"
     path.write_text(TINY_MODEL, encoding="utf-8")
     return path
@@ -68,9 +69,9 @@ def jsonl_benchmark(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def scan_recipe_run(jsonl_benchmark, tiny_model, tmp_path_factory) -> Path:
+def scan_recipe_run(jsonl_benchmark, mt_model, tmp_path_factory) -> Path:
     """The tiny model trained on the JSON Lines benchmark with `--recipe scan --validation-split dev`."""
-    return _trained(tiny_model, jsonl_benchmark, tmp_path_factory.mktemp("runs") / "scan-on-dev",
+    return _trained(mt_model, jsonl_benchmark, tmp_path_factory.mktemp("runs") / "scan-on-dev",
                     "--recipe", "scan", "--validation-split", "dev")
 
 
@@ -97,8 +98,8 @@ def test_train_validation_split_selects_on_that_split(scan_recipe_run):
     assert (record["validation"], record["validation_rows"]) == ("dev", DEV_ROWS)  # not a share of train held out
 
 
-def test_train_validation_split_refuses_a_test_split(jsonl_benchmark, tiny_model, tmp_path):
-    refused(benchbuild("train", "--model", tiny_model, "--data", jsonl_benchmark, "--out", tmp_path / "run",
+def test_train_validation_split_refuses_a_test_split(jsonl_benchmark, mt_model, tmp_path):
+    refused(benchbuild("train", "--model", mt_model, "--data", jsonl_benchmark, "--out", tmp_path / "run",
                        "--device", "cpu", "--validation-split", "test"), "is a test split")
     assert not (tmp_path / "run").exists()
 
@@ -163,9 +164,9 @@ def test_format_parquet_writes_one_parquet_file_per_split(hf_react):
 
 
 @pytest.fixture(scope="module")
-def time_budget_run(hf_react, tiny_model, tmp_path_factory) -> Path:
+def time_budget_run(hf_react, mt_model, tmp_path_factory) -> Path:
     """The tiny model on the parquet ReaCT build with a budget of 1,000 steps and 0.0001 minutes (6 ms)."""
-    return _trained(tiny_model, hf_react, tmp_path_factory.mktemp("runs") / "out-of-time",
+    return _trained(mt_model, hf_react, tmp_path_factory.mktemp("runs") / "out-of-time",
                     "--max-steps", "1000", "--max-minutes", "0.0001")
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from commands import BENCHBUILD, benchbuild, refused
+from commands import benchbuild_in_process as benchbuild
+from commands import refused
 from small_inputs import WORDS, build_react, write_lines
 
 from benchbuild.benchmark import read_build_info
@@ -78,11 +79,11 @@ NOUNADJ_CORPUS = [
 def _noun_adj(tmp_path: Path, pairs: list[tuple[str, str]]) -> list[str]:
     en = write_lines(tmp_path / "corpus.en", [english for english, _ in pairs])
     fr = write_lines(tmp_path / "corpus.fr", [french for _, french in pairs])
-    return [BENCHBUILD, "build-noun-adj", "--en", str(en), "--fr", str(fr), "--out", str(tmp_path / "out")]
+    return ["build-noun-adj", "--en", str(en), "--fr", str(fr), "--out", str(tmp_path / "out")]
 
 
 def test_noun_adj_empty_corpus_is_refused_naming_the_files(tmp_path):
-    done = subprocess.run(_noun_adj(tmp_path, []), capture_output=True, text=True)
+    done = benchbuild(*_noun_adj(tmp_path, []))
     refused(done, "corpus.en", "corpus.fr", "is empty")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.en", "corpus.fr"]
 
@@ -90,7 +91,7 @@ def test_noun_adj_empty_corpus_is_refused_naming_the_files(tmp_path):
 def test_noun_adj_corpus_without_a_target_noun_is_refused_as_an_empty_test_split(tmp_path):
     corpus = [("The weather is nice today.", "Il fait beau aujourd'hui."), ("We thank the rapporteur.",
                                                                             "Nous remercions le rapporteur.")]
-    done = subprocess.run(_noun_adj(tmp_path, corpus), capture_output=True, text=True)
+    done = benchbuild(*_noun_adj(tmp_path, corpus))
     refused(done, "corpus.en", "holds a target noun", "test split would be empty")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.en", "corpus.fr"]
 
@@ -124,7 +125,7 @@ def test_scan_rerun_with_other_options_still_needs_overwrite_naming_the_folder(t
 
 def test_noun_adj_build_whose_test_split_would_be_empty_is_refused_naming_allow_small_and_writes_nothing(tmp_path):
     corpus = [NOUNADJ_CORPUS[index] for index in (0, 2, 4, 5)]  # target nouns, but none with a held-out pairing
-    done = subprocess.run(_noun_adj(tmp_path, corpus), capture_output=True, text=True)
+    done = benchbuild(*_noun_adj(tmp_path, corpus))
     refused(done, "the test split would be empty", "none of the 3 sentences holding a target noun has a held-out "
             "pairing", "give a larger corpus", "--allow-small")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.en", "corpus.fr"]  # no output, no work folder
@@ -132,14 +133,14 @@ def test_noun_adj_build_whose_test_split_would_be_empty_is_refused_naming_allow_
 
 def test_noun_adj_require_reference_match_dropping_every_test_row_is_refused_naming_it(tmp_path):
     corpus = [("The first solution was rejected.", "La solution initiale a été rejetée."), NOUNADJ_CORPUS[0]]
-    done = subprocess.run([*_noun_adj(tmp_path, corpus), "--require-reference-match"], capture_output=True, text=True)
+    done = benchbuild(*[*_noun_adj(tmp_path, corpus), "--require-reference-match"])
     refused(done, "--require-reference-match dropped all 1 sentences with a held-out pairing", "--allow-small")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.en", "corpus.fr"]
 
 
 def test_noun_adj_allow_small_saves_an_empty_test_split_and_says_so_on_stderr_and_in_the_card(tmp_path):
     corpus = [NOUNADJ_CORPUS[index] for index in (0, 2, 4, 5)]
-    done = subprocess.run([*_noun_adj(tmp_path, corpus), "--allow-small"], capture_output=True, text=True)
+    done = benchbuild(*[*_noun_adj(tmp_path, corpus), "--allow-small"])
     assert done.returncode == 0, done.stderr
     assert "warning: the test split is empty (saved with --allow-small" in done.stderr
     assert "test 0" in done.stdout

@@ -7,7 +7,6 @@ grammar and a one-layer Transformer; each test takes seconds, most of them the i
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import random
@@ -18,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from commands import log_without_times, sha256
 from small_inputs import scan_grammar_rows, tiny_transformer_entry, write_benchmark
 
 from benchbuild.device import cpu_threads
@@ -114,13 +114,6 @@ def leftovers(folder: Path) -> list[str]:
             if (path.name.startswith(".") and path.name != ".benchbuild.lock") or ".partial" in path.name]
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def log_without_times(run_dir: Path) -> list[dict]:
-    lines = [json.loads(line) for line in (run_dir / "train_log.jsonl").read_text(encoding="utf-8").splitlines()]
-    return [{key: value for key, value in line.items() if key != "elapsed_s"} for line in lines]
 
 
 def assert_interrupted(code: int, stderr: Path) -> None:

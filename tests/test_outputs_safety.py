@@ -5,7 +5,8 @@ something benchbuild did not write; each refused in one line before any work, ev
 from __future__ import annotations
 
 import pytest
-from commands import benchbuild, file_hashes, refused
+from commands import benchbuild_in_process as benchbuild
+from commands import file_hashes, refused
 from small_inputs import word_lines, write_lines
 
 from benchbuild.errors import BenchbuildError

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from commands import benchbuild
+from commands import benchbuild_in_process as benchbuild
 from small_inputs import build_react, word_lines, write_lines
 
 from benchbuild.benchmark import load_splits, read_build_info

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from commands import benchbuild, refused
+from commands import benchbuild_in_process as benchbuild
+from commands import refused
 from small_inputs import tiny_transformer_entry, write_benchmark
 
 from benchbuild.benchmark import load_splits

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from commands import benchbuild
+from commands import benchbuild_in_process as benchbuild
 
 from benchbuild.papers import known_differences, statistic_in_words
 from benchbuild.zoo import list_entries, load_entry

@@ -19,6 +19,7 @@ from benchbuild.engine import EngineParameters, open_engine
 from benchbuild.nounadj.pairs import TABLE_2
 from benchbuild.nounadj.parsers import ParserSettings, ShardedParser, SpacyParser, make_parser, worker_parser
 from both_workers import after_another_worker
+from commands import folder_bytes
 
 pytestmark = [pytest.mark.distributed, pytest.mark.shared]
 
@@ -44,9 +45,6 @@ def build(folder: Path, shared_data: Path, *options: str) -> tuple[int, Path]:
             main()
     return stop.value.code, folder / "na"
 
-
-def folder_bytes(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from commands import folder_bytes
 from small_inputs import tiny_ensemble, write_lines
 
 from benchbuild.cli import main
@@ -34,9 +35,6 @@ def run(folder: Path, *argv: str) -> int:
             main()
     return stop.value.code
 
-
-def folder_bytes(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
 @pytest.fixture(scope="module")

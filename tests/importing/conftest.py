@@ -80,7 +80,7 @@ def refused(benchbuild):
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory) -> Path:
+def reporting_model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("models") / "tiny_transformer.toml"
     path.write_text(TINY_MODEL, encoding="utf-8")
     return path

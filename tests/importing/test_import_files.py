@@ -13,16 +13,13 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from small_inputs import write_lines
 
 from benchbuild.benchmark import load_splits, read_build_info
 
 NOUNS = ["cat", "dog", "girl", "boy", "cake", "ball", "teacher", "baby"]
 VERBS = ["saw", "liked", "helped", "found"]
 
-
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    return path
 
 
 def cogs_rows(nouns: list[str], kind: str) -> list[str]:
@@ -80,10 +77,10 @@ def test_the_same_files_import_to_the_same_fingerprints(benchbuild, cogs, tmp_pa
     assert first.splits == second.splits and first.inputs == second.inputs
 
 
-def test_an_imported_cogs_benchmark_trains_and_evaluates_end_to_end(benchbuild, cogs, tiny_model, tmp_path):
+def test_an_imported_cogs_benchmark_trains_and_evaluates_end_to_end(benchbuild, cogs, reporting_model, tmp_path):
     bench, run = tmp_path / "cogs-bench", tmp_path / "run"
     assert import_cogs(benchbuild, cogs, bench)[0] == 0
-    code, stdout, stderr = benchbuild("train", "--model", tiny_model, "--data", bench, "--out", run,
+    code, stdout, stderr = benchbuild("train", "--model", reporting_model, "--data", bench, "--out", run,
                                       "--max-steps", "5", "--device", "cpu")
     assert code == 0, stderr
     assert "trained 5 steps" in stdout

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from small_inputs import write_lines
 
 from benchbuild.benchmark import load_splits, read_build_info
 from benchbuild.corpus import count_lines
@@ -22,10 +23,6 @@ from benchbuild.zoo.catalogue import load_entry
 
 pytestmark = pytest.mark.shared
 
-
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    return path
 
 
 def head(path: Path, lines: int) -> list[str]:
@@ -145,10 +142,10 @@ def report_row(table: Path, benchmark: str, metric: str) -> dict[str, str]:
                 == ("tiny_transformer", benchmark, "cg_test", metric))
 
 
-def test_cognition_trains_evaluates_cter_and_reports_beside_the_paper(benchbuild, cognition_benchmark, tiny_model,
+def test_cognition_trains_evaluates_cter_and_reports_beside_the_paper(benchbuild, cognition_benchmark, reporting_model,
                                                                        shared_data, tmp_path):
     run = tmp_path / "run"
-    code, _, stderr = benchbuild("train", "--model", tiny_model, "--data", cognition_benchmark, "--out", run,
+    code, _, stderr = benchbuild("train", "--model", reporting_model, "--data", cognition_benchmark, "--out", run,
                                  "--max-steps", "5", "--device", "cpu")
     assert code == 0, stderr
     code, _, stderr = benchbuild("eval", "--run", run, "--data", cognition_benchmark, "--split", "cg_test",
@@ -167,9 +164,9 @@ def test_cognition_trains_evaluates_cter_and_reports_beside_the_paper(benchbuild
         "20", "", "yes", "Zheng et al. (2023), Table 1")
 
 
-def test_react_trains_evaluates_bleu_and_reports_beside_the_paper(benchbuild, react_benchmark, tiny_model, tmp_path):
+def test_react_trains_evaluates_bleu_and_reports_beside_the_paper(benchbuild, react_benchmark, reporting_model, tmp_path):
     run = tmp_path / "run"
-    code, _, stderr = benchbuild("train", "--model", tiny_model, "--data", react_benchmark, "--out", run,
+    code, _, stderr = benchbuild("train", "--model", reporting_model, "--data", react_benchmark, "--out", run,
                                  "--max-steps", "5", "--device", "cpu")
     assert code == 0, stderr
     code, _, stderr = benchbuild("eval", "--run", run, "--data", react_benchmark, "--split", "cg_test",

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 import sacrebleu
-from commands import benchbuild, file_hashes, refused
+from commands import benchbuild_in_process as benchbuild
+from commands import file_hashes, refused
 from small_inputs import tiny_transformer_entry, write_lines
 
 from benchbuild.benchmark import load_splits, read_build_info

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from commands import benchbuild
+from commands import benchbuild_in_process as benchbuild
 from small_inputs import build_react, write_lines
 
 # Sentences with a held-out pairing of Table 2 (a noun with an adjective of the other column), appended to the

@@ -16,7 +16,8 @@ from typing import Any
 import mlcroissant
 import pyarrow.parquet as pq
 import yaml
-from commands import benchbuild, file_hashes
+from commands import benchbuild_in_process as benchbuild
+from commands import file_hashes
 
 from benchbuild import __version__
 from benchbuild.benchmark import load_splits, read_build_info

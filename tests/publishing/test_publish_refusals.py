@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from commands import benchbuild, file_hashes, refused
+from commands import benchbuild_in_process as benchbuild
+from commands import file_hashes, refused
 
 from benchbuild.benchmark import read_build_info
 

@@ -3,7 +3,6 @@ in a Dask worker as here, resumable at any step, and an update whose gradient is
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from commands import benchbuild, refused
+from commands import benchbuild, log_without_times, refused, sha256
 from small_inputs import scan_grammar_rows, tiny_transformer_entry, write_benchmark
 
 from benchbuild.training.batching import EncodedSplit, TokenBatches, encode_rows
@@ -184,13 +183,6 @@ def scan_inputs(tmp_path_factory) -> tuple[Path, Path]:
     return model, write_benchmark(folder / "scan", {"train": rows[:200], "test": rows[200:]}, "scan", "tiny")
 
 
-def log_without_times(run_dir: Path) -> list[dict]:
-    lines = [json.loads(line) for line in (run_dir / "train_log.jsonl").read_text(encoding="utf-8").splitlines()]
-    return [{key: value for key, value in line.items() if key != "elapsed_s"} for line in lines]
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_a_killed_token_batched_run_resumes_to_the_bytes_of_an_uninterrupted_one(scan_inputs, tmp_path):

@@ -6,7 +6,7 @@ import torch
 
 from benchbuild.zoo import load_entry
 from benchbuild.zoo.dangle import source_then_prefix
-from tiny_zoo import PAD, tiny_model
+from tiny_zoo import PAD, zoo_network
 
 VOCAB = 30
 SOURCE = torch.tensor([[5, 6, 7, 8], [9, 10, PAD, PAD]])
@@ -26,7 +26,7 @@ def test_source_then_prefix_packs_each_row_without_inner_padding():
 
 
 def test_dangle_re_encodes_the_prefix_at_every_step():
-    model = tiny_model(load_entry("dangle"), VOCAB).eval()
+    model = zoo_network(load_entry("dangle"), VOCAB).eval()
     mask = SOURCE.ne(PAD).long()
     expected = []
     with torch.no_grad():
@@ -37,14 +37,14 @@ def test_dangle_re_encodes_the_prefix_at_every_step():
 
 
 def test_rdangle_with_interval_1_equals_dangle():
-    dangle = tiny_model(load_entry("dangle"), VOCAB, seed=3).eval()
-    rdangle = tiny_model(load_entry("rdangle_shr"), VOCAB, seed=3, interval=1).eval()
+    dangle = zoo_network(load_entry("dangle"), VOCAB, seed=3).eval()
+    rdangle = zoo_network(load_entry("rdangle_shr"), VOCAB, seed=3, interval=1).eval()
     assert load_entry("rdangle_shr").architecture["interval"] > 1
     torch.testing.assert_close(logits(rdangle), logits(dangle))
 
 
 def test_rdangle_reuses_the_encoding_between_re_encoding_points():
-    model = tiny_model(load_entry("rdangle_shr"), VOCAB, interval=2).eval()
+    model = zoo_network(load_entry("rdangle_shr"), VOCAB, interval=2).eval()
     mask = SOURCE.ne(PAD).long()
     with torch.no_grad():
         at_0 = model.adaptive_encode(SOURCE, mask, TARGET[:, :1])
@@ -54,12 +54,12 @@ def test_rdangle_reuses_the_encoding_between_re_encoding_points():
                               model.decode(TARGET, model.adaptive_encode(SOURCE, mask, TARGET), mask)[:, 4:]], dim=1)
     got = logits(model)
     torch.testing.assert_close(got, expected)
-    dangle_like = tiny_model(load_entry("rdangle_shr"), VOCAB, interval=1).eval()
+    dangle_like = zoo_network(load_entry("rdangle_shr"), VOCAB, interval=1).eval()
     assert not torch.allclose(logits(dangle_like)[:, 1], got[:, 1])  # position 1 uses H_0, not H_1
 
 
 def test_rdangle_sep_keys_and_values_come_from_different_encodings():
-    model = tiny_model(load_entry("rdangle_sep"), VOCAB).eval()
+    model = zoo_network(load_entry("rdangle_sep"), VOCAB).eval()
     seen = {}
     cross = model.decoder_stack.layers[0].cross_attention
     cross.register_forward_hook(lambda module, args, kwargs, output: seen.update(
@@ -80,9 +80,9 @@ def test_rdangle_sep_keys_and_values_come_from_different_encodings():
 
 
 def test_rdangle_sep_shares_the_top_source_layers_between_key_and_value_encoders():
-    model = tiny_model(load_entry("rdangle_sep"), VOCAB)
+    model = zoo_network(load_entry("rdangle_sep"), VOCAB)
     assert len(model.value_stack.layers) == model.config.value_layers
     assert len(model.adaptive_stack.layers) == model.config.adaptive_layers
     names = {name.split(".")[0] for name, _ in model.named_parameters()}
     assert {"value_stack", "adaptive_stack", "source_stack"} <= names
-    assert not hasattr(tiny_model(load_entry("rdangle_shr"), VOCAB), "value_stack")
+    assert not hasattr(zoo_network(load_entry("rdangle_shr"), VOCAB), "value_stack")

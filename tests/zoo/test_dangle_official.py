@@ -13,7 +13,7 @@ from benchbuild.zoo import load_entry
 from benchbuild.zoo.attention import attend
 from benchbuild.zoo.dangle import DangleConfig, source_then_prefix
 from benchbuild.zoo.transformer import Attention
-from tiny_zoo import BOS, EOS, PAD, tiny_model
+from tiny_zoo import BOS, EOS, PAD, zoo_network
 
 VOCAB = 30
 CPU = torch.device("cpu")
@@ -51,7 +51,7 @@ def test_the_catalogue_builds_the_official_heads_and_positions():
 
 @pytest.mark.parametrize("name", ["dangle", "rdangle_sep"])
 def test_the_cross_boundary_layers_have_the_official_8_heads_and_the_rest_4(name):
-    model = tiny_model(load_entry(name), VOCAB)
+    model = zoo_network(load_entry(name), VOCAB)
     cross_boundary = list(model.adaptive_stack.layers) + list(getattr(model, "value_stack", model.adaptive_stack).layers)
     assert all(layer.mixer.num_heads == 8 and layer.mixer.segmented for layer in cross_boundary)
     for layer in list(model.source_stack.layers) + list(model.decoder_stack.layers):
@@ -79,7 +79,7 @@ def test_a_source_tokens_positions_do_not_depend_on_the_prefix_length():
 
 
 def test_with_attention_kept_on_the_source_its_outputs_are_the_same_for_two_prefix_lengths():
-    model = with_random_positions(tiny_model(load_entry("dangle"), VOCAB))
+    model = with_random_positions(zoo_network(load_entry("dangle"), VOCAB))
     attention = model.adaptive_stack.layers[0].mixer
     source, outputs = torch.randn(1, 4, 32), []
     for prefix_length in (1, 4):
@@ -93,7 +93,7 @@ def test_with_attention_kept_on_the_source_its_outputs_are_the_same_for_two_pref
 
 
 def test_a_source_query_scores_a_target_key_by_content_not_by_distance():
-    attention = with_random_positions(tiny_model(load_entry("dangle"), VOCAB)).adaptive_stack.layers[0].mixer
+    attention = with_random_positions(zoo_network(load_entry("dangle"), VOCAB)).adaptive_stack.layers[0].mixer
     x = torch.randn(1, 7, 32)
     x[0, 6] = x[0, 4]  # the same content at target positions 0 and 2 (C_t = [4 source; 3 target])
     q, k = (attention._heads(projection(x)) for projection in (attention.query, attention.key))
@@ -104,7 +104,7 @@ def test_a_source_query_scores_a_target_key_by_content_not_by_distance():
 
 
 def test_c_t_holds_typed_source_then_typed_prefix_then_the_learned_end_vector():
-    model = with_random_positions(tiny_model(load_entry("dangle"), VOCAB))
+    model = with_random_positions(zoo_network(load_entry("dangle"), VOCAB))
     seen = {}
     model.adaptive_stack.register_forward_pre_hook(lambda module, args: seen.update(states=args[0], segments=args[1]))
     mask = SOURCE.ne(PAD).long()
@@ -126,7 +126,7 @@ def test_c_t_holds_typed_source_then_typed_prefix_then_the_learned_end_vector():
 
 
 def test_the_decoder_input_carries_the_target_type_too():
-    model = tiny_model(load_entry("dangle"), VOCAB).eval()
+    model = zoo_network(load_entry("dangle"), VOCAB).eval()
     seen = {}
     model.decoder_stack.register_forward_pre_hook(lambda module, args: seen.update(states=args[0]))
     logits(model)
@@ -136,7 +136,7 @@ def test_the_decoder_input_carries_the_target_type_too():
 
 
 def test_rdangle_sep_values_read_the_source_closed_by_their_own_end_vector_under_their_own_norm():
-    model = with_random_positions(tiny_model(load_entry("rdangle_sep"), VOCAB))
+    model = with_random_positions(zoo_network(load_entry("rdangle_sep"), VOCAB))
     seen = {}
     model.value_stack.register_forward_pre_hook(lambda module, args: seen.update(states=args[0], segments=args[1]))
     with torch.no_grad():
@@ -150,7 +150,7 @@ def test_rdangle_sep_values_read_the_source_closed_by_their_own_end_vector_under
 
 @pytest.mark.parametrize("name", ["dangle", "rdangle_shr", "rdangle_sep"])
 def test_a_padded_batch_equals_each_row_alone(name):
-    model = with_random_positions(tiny_model(load_entry(name), VOCAB))
+    model = with_random_positions(zoo_network(load_entry(name), VOCAB))
     batch = logits(model)
     for row, length in enumerate((4, 2)):
         alone = logits(model, SOURCE[row: row + 1, :length], TARGET[row: row + 1])
@@ -161,7 +161,7 @@ def test_a_padded_batch_equals_each_row_alone(name):
 
 def briefly_trained(name: str):
     """A tiny model after 40 steps on reversal: an untrained one repeats one token, which would hide a mismatch."""
-    model = with_random_positions(tiny_model(load_entry(name), VOCAB)).train()
+    model = with_random_positions(zoo_network(load_entry(name), VOCAB)).train()
     ids = torch.randint(3, VOCAB, (16, 5), generator=torch.Generator().manual_seed(4))
     labels = torch.cat([ids.flip(1), torch.full((16, 1), EOS)], dim=1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
@@ -195,8 +195,8 @@ def test_parameters_over_position_none_are_exactly_the_official_tables_and_vecto
     m, d = 16, 32
     for name, vectors in (("dangle", 3), ("rdangle_sep", 4)):
         entry = load_entry(name)
-        shaw = tiny_model(entry, VOCAB)
-        plain = tiny_model(entry, VOCAB, position="none", type_embeddings=False, end_of_prefix=False)
+        shaw = zoo_network(entry, VOCAB)
+        plain = zoo_network(entry, VOCAB, position="none", type_embeddings=False, end_of_prefix=False)
         extra = sum(p.numel() for p in shaw.parameters()) - sum(p.numel() for p in plain.parameters())
         plain_layers = 1 + 1  # tiny: 1 source and 1 decoder layer, 1 adaptive layer (R-Dangle_sep: 2 value layers)
         cross_boundary_layers = 1 + (shaw.config.value_layers if shaw.config.separate_keys_values else 0)
@@ -205,7 +205,7 @@ def test_parameters_over_position_none_are_exactly_the_official_tables_and_vecto
 
 
 def test_without_types_and_end_vector_c_t_is_the_bare_source_and_prefix():
-    model = tiny_model(load_entry("dangle"), VOCAB, type_embeddings=False, end_of_prefix=False).eval()
+    model = zoo_network(load_entry("dangle"), VOCAB, type_embeddings=False, end_of_prefix=False).eval()
     seen = {}
     model.adaptive_stack.register_forward_pre_hook(lambda module, args: seen.update(states=args[0], segments=args[1]))
     with torch.no_grad():

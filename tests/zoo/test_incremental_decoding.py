@@ -11,7 +11,7 @@ from transformers import AutoModelForSeq2SeqLM
 from benchbuild.zoo import load_entry
 from benchbuild.zoo.dangle import DangleConfig
 from benchbuild.zoo.transformer import TransformerConfig
-from tiny_zoo import BOS, ENTRIES, EOS, PAD, tiny_model
+from tiny_zoo import BOS, ENTRIES, EOS, PAD, zoo_network
 
 VOCAB = 30
 CACHED = [entry for entry in ENTRIES if entry.architecture["kind"] == "transformer"]
@@ -47,7 +47,7 @@ def reversal_rows(count: int = 64) -> tuple[torch.Tensor, torch.Tensor, torch.Te
 @cache
 def briefly_trained(name: str):
     """A tiny model after 60 steps on reversal: untrained ones repeat one token, which would hide a wrong cache."""
-    model = tiny_model(load_entry(name), VOCAB)
+    model = zoo_network(load_entry(name), VOCAB)
     input_ids, attention_mask, labels = reversal_rows()
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     for _ in range(60):
@@ -66,10 +66,10 @@ def generate(model, use_cache: bool, **options) -> torch.Tensor:
 
 
 def test_transformer_variants_cache_by_default_and_dangle_does_not():
-    assert all(tiny_model(entry, VOCAB).config.use_cache is True for entry in CACHED)
-    assert all(tiny_model(entry, VOCAB).generation_config.use_cache is True for entry in CACHED)
+    assert all(zoo_network(entry, VOCAB).config.use_cache is True for entry in CACHED)
+    assert all(zoo_network(entry, VOCAB).generation_config.use_cache is True for entry in CACHED)
     for name in ("dangle", "rdangle_sep", "lstm_attention", "syntactic_attention"):
-        assert tiny_model(load_entry(name), VOCAB).config.use_cache is False
+        assert zoo_network(load_entry(name), VOCAB).config.use_cache is False
     assert TransformerConfig(use_cache=False).use_cache is False
     assert DangleConfig(use_cache=True).use_cache is False
 
@@ -90,7 +90,7 @@ def test_cached_generate_equals_uncached_generate(entry, beams):
                          ids=[entry.name for entry in CACHED] + [f"{n}-{'-'.join(s)}" for n, s in EXTRA_SWITCHES])
 def test_cached_steps_reproduce_the_logits_of_one_full_pass(name, switches):
     """Three tokens at once, two more, then one at a time: every position's logits match one uncached pass."""
-    model = tiny_model(load_entry(name), VOCAB, **switches).eval()
+    model = zoo_network(load_entry(name), VOCAB, **switches).eval()
     input_ids, attention_mask = sources()
     target = torch.cat([torch.full((5, 1), BOS), torch.randint(3, VOCAB, (5, 9),
                                                                generator=torch.Generator().manual_seed(2))], 1)
@@ -110,7 +110,7 @@ def test_cached_steps_reproduce_the_logits_of_one_full_pass(name, switches):
 
 @pytest.mark.parametrize("name", ["transformer", "relative_universal_transformer", "sag_conv"])
 def test_cached_generate_feeds_one_token_per_step_and_projects_the_encoder_output_once(name):
-    model = tiny_model(load_entry(name), VOCAB).eval()
+    model = zoo_network(load_entry(name), VOCAB).eval()
     fed, projected = [], []
     model.embedding.register_forward_hook(lambda module, args, output: fed.append(args[0].size(1)))
     for layer in model.decoder_stack.layers:
@@ -126,14 +126,14 @@ def test_cached_generate_feeds_one_token_per_step_and_projects_the_encoder_outpu
 
 @pytest.mark.parametrize("name", ["dangle", "rdangle_shr", "lstm_attention", "syntactic_attention"])
 def test_models_without_a_cache_decode_the_same_when_asked_to_use_one(name):
-    model = tiny_model(load_entry(name), VOCAB).eval()
+    model = zoo_network(load_entry(name), VOCAB).eval()
     for beams in (1, 3):
         options = dict(num_beams=beams, min_length=6, max_length=6)
         assert torch.equal(generate(model, True, **options), generate(model, False, **options))
 
 
 def test_a_saved_transformer_loads_with_its_cache_switched_on(tmp_path):
-    tiny_model(load_entry("sag_t5"), VOCAB).save_pretrained(tmp_path)
+    zoo_network(load_entry("sag_t5"), VOCAB).save_pretrained(tmp_path)
     loaded = AutoModelForSeq2SeqLM.from_pretrained(tmp_path).eval()
     assert loaded.config.use_cache is True and loaded.generation_config.use_cache is True
     options = dict(num_beams=3, min_length=9, max_length=9)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from benchbuild.zoo import load_entry
-from tiny_zoo import tiny_model
+from tiny_zoo import zoo_network
 
 LOAD = ("import sys\n{imports}\nfrom transformers import AutoModelForSeq2SeqLM\n"
         "model = AutoModelForSeq2SeqLM.from_pretrained(sys.argv[1])\n"
@@ -19,7 +19,7 @@ LOAD = ("import sys\n{imports}\nfrom transformers import AutoModelForSeq2SeqLM\n
 @pytest.fixture(scope="module")
 def saved_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("run")
-    tiny_model(load_entry("transformer"), vocab_size=12).save_pretrained(folder)
+    zoo_network(load_entry("transformer"), vocab_size=12).save_pretrained(folder)
     return folder
 
 

@@ -9,7 +9,7 @@ import torch
 
 from benchbuild.zoo import load_entry
 from benchbuild.zoo.transformer import Attention, TransformerConfig
-from tiny_zoo import BOS, PAD, tiny_model
+from tiny_zoo import BOS, PAD, zoo_network
 
 VOCAB = 30
 CPU = torch.device("cpu")
@@ -81,9 +81,9 @@ def test_one_head_output_is_the_formula(causal):
 def test_shaw_acts_in_self_attention_only_and_adds_exactly_the_official_tables():
     """(encoder + decoder layers) × (2M - 1) × d_head parameters over position "none"; no absolute positions."""
     m = 5
-    shaw = tiny_model(load_entry("transformer"), VOCAB, position="shaw", max_relative_position=m, encoder_layers=2,
+    shaw = zoo_network(load_entry("transformer"), VOCAB, position="shaw", max_relative_position=m, encoder_layers=2,
                       decoder_layers=2)
-    none = tiny_model(load_entry("transformer"), VOCAB, position="none", encoder_layers=2, decoder_layers=2)
+    none = zoo_network(load_entry("transformer"), VOCAB, position="none", encoder_layers=2, decoder_layers=2)
     extra = sum(p.numel() for p in shaw.parameters()) - sum(p.numel() for p in none.parameters())
     head_dim = shaw.config.d_model // shaw.config.num_heads
     assert extra == (2 + 2) * (2 * m - 1) * head_dim
@@ -95,7 +95,7 @@ def test_shaw_acts_in_self_attention_only_and_adds_exactly_the_official_tables()
 
 
 def shaw_model(max_relative_position: int = 3):
-    model = tiny_model(load_entry("transformer"), VOCAB, position="shaw", max_relative_position=max_relative_position,
+    model = zoo_network(load_entry("transformer"), VOCAB, position="shaw", max_relative_position=max_relative_position,
                        encoder_layers=2, decoder_layers=2).eval()
     shaw_layers = [m for m in model.modules() if isinstance(m, Attention) and m.position == "shaw"]
     for seed, attention in enumerate(shaw_layers):

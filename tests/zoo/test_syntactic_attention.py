@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from benchbuild.zoo import load_entry
-from tiny_zoo import BOS, PAD, tiny_model
+from tiny_zoo import BOS, PAD, zoo_network
 
 VOCAB = 30
 
@@ -23,14 +23,14 @@ def role_inputs(model, ids):
 
 
 def test_encode_reads_the_source_behind_a_start_token():
-    model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB).eval()
     translation, alignment = streams(model, torch.tensor([[5, 6, 7]]))
     assert translation.shape[1] == alignment.shape[1] == 4
     torch.testing.assert_close(translation[0, 0], model.translation_embedding.weight[BOS])
 
 
 def test_translation_stream_of_token_j_is_unchanged_when_other_tokens_change():
-    model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB).eval()
     ids = torch.tensor([[5, 6, 7, 8, 9]])
     others = torch.tensor([[11, 12, 7, 14, 15]])  # token 2 kept, every other token changed
     translation, alignment = streams(model, ids)
@@ -41,7 +41,7 @@ def test_translation_stream_of_token_j_is_unchanged_when_other_tokens_change():
 
 
 def test_first_alignment_layer_gives_token_j_the_context_of_its_neighbours_only():
-    model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB).eval()
     ids = torch.tensor([[5, 6, 7, 8, 9]])
     swapped = ids.clone()
     swapped[0, 2] = 20  # h̃ at x_2 = [fwd h¹ of x_1; bwd h¹ of x_3] does not read x_2
@@ -52,7 +52,7 @@ def test_first_alignment_layer_gives_token_j_the_context_of_its_neighbours_only(
 
 
 def test_start_and_end_roles_replace_the_context_at_each_rows_first_and_last_token():
-    model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB).eval()
     roles = role_inputs(model, torch.tensor([[5, 6, 7, 8], [5, 6, PAD, PAD]]))
     for row, last in ((0, 4), (1, 2)):
         torch.testing.assert_close(roles[row, 0], model.start_role.weight[0])
@@ -61,7 +61,7 @@ def test_start_and_end_roles_replace_the_context_at_each_rows_first_and_last_tok
 
 
 def test_alignment_stream_ignores_padding():
-    model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB).eval()
     _, alignment = streams(model, torch.tensor([[5, 6, 7]]))
     _, padded = streams(model, torch.tensor([[5, 6, 7, PAD, PAD]]))
     torch.testing.assert_close(padded[:, :4], alignment)
@@ -69,7 +69,7 @@ def test_alignment_stream_ignores_padding():
 
 
 def test_prediction_reads_the_translation_stream_only_through_attention():
-    model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB).eval()
     ids = torch.tensor([[5, 6, 7]])
     decoder_ids = torch.tensor([[1, 9]])
     with torch.no_grad():

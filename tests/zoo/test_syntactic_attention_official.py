@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from benchbuild.zoo import build_model, load_entry
-from tiny_zoo import BOS, EOS, PAD, tiny_model
+from tiny_zoo import BOS, EOS, PAD, zoo_network
 
 VOCAB = 24
 
@@ -70,7 +70,7 @@ def test_the_entry_has_the_official_defaults_and_dropout():
 
 
 def test_logits_do_not_depend_on_previous_target_words():
-    model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB).eval()
     sources = torch.tensor([[5, 6, 7, 8, EOS], [9, 10, 11, EOS, PAD]])
     decoder_ids = torch.tensor([[BOS, 12, 13, 14, 15, 16], [BOS, 17, 18, 19, PAD, PAD]])
     other_words = torch.tensor([[BOS, 20, 3, 21, 4, 22], [BOS, 23, 5, 6, 7, 8]])
@@ -85,7 +85,7 @@ def test_logits_do_not_depend_on_previous_target_words():
 
 
 def test_initial_decoder_query_comes_from_the_final_states_of_the_second_bilstm():
-    model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB).eval()
     sources = torch.tensor([[5, 6, 7, 8, EOS], [9, 10, EOS, PAD, PAD]])
     other = torch.tensor([[5, 6, 7, 9, EOS], [9, 11, EOS, PAD, PAD]])
     with torch.no_grad():
@@ -132,7 +132,7 @@ def official_logits_of_one_source(model, source: list[int], steps: int) -> torch
 
 
 def test_every_row_of_a_padded_batch_gets_the_official_logits_of_that_row_alone():
-    model = tiny_model(load_entry("syntactic_attention"), VOCAB).eval()
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB).eval()
     sources = [[5, 6, 7, 8, 9, EOS], [10, 11, EOS], [12, EOS]]
     width = max(map(len, sources))
     batch = torch.tensor([row + [PAD] * (width - len(row)) for row in sources])
@@ -143,7 +143,7 @@ def test_every_row_of_a_padded_batch_gets_the_official_logits_of_that_row_alone(
 
 
 def test_dropout_falls_on_the_embeddings_only():
-    model = tiny_model(load_entry("syntactic_attention"), VOCAB, dropout=0.5).train()
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB, dropout=0.5).train()
     ids = torch.tensor([[5, 6, 7, EOS]])
     torch.manual_seed(0)
     encoding = model.encode(ids, ids.ne(PAD).long())
@@ -162,7 +162,7 @@ def test_dropout_falls_on_the_embeddings_only():
 
 
 def test_a_tiny_model_learns_a_few_steps_and_generates_its_teacher_forced_argmax():
-    model = tiny_model(load_entry("syntactic_attention"), VOCAB)
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB)
     sources = torch.tensor([[5, 6, 7, EOS], [8, 9, EOS, PAD], [6, 5, EOS, PAD]])
     labels = torch.tensor([[15, 16, 17, EOS], [18, 19, EOS, -100], [16, 15, EOS, -100]])
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)

@@ -10,7 +10,7 @@ import torch
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo import build_model, load_entry
 from benchbuild.zoo.transformer import Attention, TransformerConfig, TransformerForSeq2Seq, sinusoid
-from tiny_zoo import EOS, PAD, tiny_model
+from tiny_zoo import EOS, PAD, zoo_network
 
 VOCAB = 40
 
@@ -25,7 +25,7 @@ def tokens(*rows: list[int]) -> torch.Tensor:
 
 
 def test_fixed_span_self_attention_ignores_tokens_beyond_span():
-    model = tiny_model(load_entry("sag_fixed_span"), VOCAB, span=1).eval()
+    model = zoo_network(load_entry("sag_fixed_span"), VOCAB, span=1).eval()
     base = tokens([5, 6, 7, 8, 9, 10])
     far, near = base.clone(), base.clone()
     far[0, 3] = 20   # distance 3 > s from position 0
@@ -46,11 +46,11 @@ def test_fixed_span_attention_weights_are_zero_beyond_span():
 
 def test_t5_bias_has_2s_plus_1_times_heads_parameters_per_layer():
     span, heads = 3, 4
-    model = tiny_model(load_entry("sag_t5"), VOCAB, span=span, num_heads=heads, encoder_layers=2, decoder_layers=2)
+    model = zoo_network(load_entry("sag_t5"), VOCAB, span=span, num_heads=heads, encoder_layers=2, decoder_layers=2)
     biases = [m.relative_bias for m in model.modules() if isinstance(m, Attention) and m.position == "t5_bias"]
     assert len(biases) == 4  # 2 encoder + 2 decoder self-attentions; cross-attention has none
     assert all(b.shape == (heads, 2 * span + 1) for b in biases)
-    plain = tiny_model(load_entry("sag"), VOCAB, num_heads=heads, encoder_layers=2, decoder_layers=2)
+    plain = zoo_network(load_entry("sag"), VOCAB, num_heads=heads, encoder_layers=2, decoder_layers=2)
     extra = sum(p.numel() for p in model.parameters()) - sum(p.numel() for p in plain.parameters())
     assert extra == (2 * span + 1) * 4 * heads
 
@@ -74,17 +74,17 @@ def test_t5_bias_is_shared_by_all_distances_beyond_span():
 @pytest.mark.parametrize("beta0", [(-1.0, 1.0), (-2.0, 0.5)])
 def test_self_attention_gate_starts_at_sigmoid_beta0(beta0):
     encoder_beta, decoder_beta = beta0
-    model = tiny_model(load_entry("sag"), VOCAB, encoder_self_attention_gate=encoder_beta,
+    model = zoo_network(load_entry("sag"), VOCAB, encoder_self_attention_gate=encoder_beta,
                        decoder_self_attention_gate=decoder_beta, encoder_layers=2, decoder_layers=2)
     for layer in model.encoder_stack.layers:
         assert torch.sigmoid(layer.gate.beta).item() == pytest.approx(1 / (1 + math.exp(-encoder_beta)))
     for layer in model.decoder_stack.layers:
         assert torch.sigmoid(layer.gate.beta).item() == pytest.approx(1 / (1 + math.exp(-decoder_beta)))
-    assert all(layer.gate is None for layer in tiny_model(load_entry("transformer"), VOCAB).encoder_stack.layers)
+    assert all(layer.gate is None for layer in zoo_network(load_entry("transformer"), VOCAB).encoder_stack.layers)
 
 
 def test_self_attention_gate_scales_the_self_attention_output():
-    model = tiny_model(load_entry("sag"), VOCAB).eval()
+    model = zoo_network(load_entry("sag"), VOCAB).eval()
     layer = model.encoder_stack.layers[0]
     x = torch.randn(2, 5, 32)
     with torch.no_grad():
@@ -93,9 +93,9 @@ def test_self_attention_gate_scales_the_self_attention_output():
 
 
 def test_universal_transformer_applies_one_shared_layer_at_every_depth():
-    universal = tiny_model(load_entry("universal_transformer"), VOCAB, encoder_layers=3, decoder_layers=3).eval()
+    universal = zoo_network(load_entry("universal_transformer"), VOCAB, encoder_layers=3, decoder_layers=3).eval()
     assert len(universal.encoder_stack.layers) == 1 and len(universal.decoder_stack.layers) == 1
-    single = tiny_model(load_entry("universal_transformer"), VOCAB, encoder_layers=1, decoder_layers=1)
+    single = zoo_network(load_entry("universal_transformer"), VOCAB, encoder_layers=1, decoder_layers=1)
     assert sum(p.numel() for p in universal.parameters()) == sum(p.numel() for p in single.parameters())
     ids = tokens([5, 6, 7, 8])
     with torch.no_grad():
@@ -107,7 +107,7 @@ def test_universal_transformer_applies_one_shared_layer_at_every_depth():
 
 
 def test_standard_transformer_has_separate_weights_per_layer():
-    model = tiny_model(load_entry("transformer"), VOCAB, encoder_layers=3)
+    model = zoo_network(load_entry("transformer"), VOCAB, encoder_layers=3)
     layers = model.encoder_stack.layers
     assert len(layers) == 3 and layers[0].feed_forward[0].weight is not layers[1].feed_forward[0].weight
 
@@ -154,7 +154,7 @@ def test_sinusoid_matches_the_formula_for_negative_and_positive_positions():
 
 def test_relative_encoder_adds_no_absolute_positions_to_embeddings():
     for name in ("relative_transformer", "transformer"):
-        model = tiny_model(load_entry(name), VOCAB).eval()
+        model = zoo_network(load_entry(name), VOCAB).eval()
         ids = tokens([9, 9, 9, 9])
         same = model.embedding(ids)[0]
         if name == "relative_transformer":
@@ -166,18 +166,18 @@ def test_relative_encoder_adds_no_absolute_positions_to_embeddings():
 def test_no_position_encoder_is_permutation_equivariant_and_relative_one_is_not():
     ids = tokens([5, 6, 7, 8, 9])
     order = torch.tensor([4, 2, 0, 3, 1])
-    none = tiny_model(load_entry("transformer"), VOCAB, position="none").eval()
+    none = zoo_network(load_entry("transformer"), VOCAB, position="none").eval()
     torch.testing.assert_close(encoder_states(none, ids[:, order]), encoder_states(none, ids)[:, order])
-    relative = tiny_model(load_entry("relative_transformer"), VOCAB).eval()
+    relative = zoo_network(load_entry("relative_transformer"), VOCAB).eval()
     assert not torch.allclose(encoder_states(relative, ids[:, order]), encoder_states(relative, ids)[:, order])
 
 
 def test_relative_encoder_depends_only_on_distances():
     ids = tokens([5, 6, 7])
     shifted = tokens([PAD, PAD, 5, 6, 7])  # the same tokens two positions later, padding masked out
-    relative = tiny_model(load_entry("relative_transformer"), VOCAB).eval()
+    relative = zoo_network(load_entry("relative_transformer"), VOCAB).eval()
     torch.testing.assert_close(encoder_states(relative, shifted)[:, 2:], encoder_states(relative, ids))
-    absolute = tiny_model(load_entry("transformer"), VOCAB).eval()
+    absolute = zoo_network(load_entry("transformer"), VOCAB).eval()
     assert not torch.allclose(encoder_states(absolute, shifted)[:, 2:], encoder_states(absolute, ids))
 
 
@@ -194,7 +194,7 @@ def test_relative_encoder_attention_is_symmetric_in_distance_and_decoder_is_caus
 
 
 def test_conv_mixer_sees_only_2s_plus_1_positions():
-    model = tiny_model(load_entry("sag_conv"), VOCAB, span=1).eval()
+    model = zoo_network(load_entry("sag_conv"), VOCAB, span=1).eval()
     assert model.encoder_stack.layers[0].mixer.conv.kernel_size == (3,)
     base = tokens([5, 6, 7, 8, 9])
     far = base.clone()
@@ -207,14 +207,14 @@ def test_conv_mixer_has_fewer_parameters_than_self_attention():  # 000 §3
                                                       bos_token_id=1, eos_token_id=EOS).parameters())
              for name in ("sag", "sag_conv")}
     assert sizes["sag_conv"] < sizes["sag"]
-    model = tiny_model(load_entry("sag_conv"), VOCAB, span=1).eval()
+    model = zoo_network(load_entry("sag_conv"), VOCAB, span=1).eval()
     mixer, d = model.encoder_stack.layers[0].mixer, model.config.d_model
     assert sum(p.numel() for p in mixer.parameters()) == 3 * d + d + d * d + d  # depthwise kernel, bias; pointwise
 
 
 @pytest.mark.parametrize("side", ["encoder_stack", "decoder_stack"])
 def test_fuse_attention_at_layer_l_attends_over_exactly_l_previous_outputs(side):
-    model = tiny_model(load_entry("fusion"), VOCAB, encoder_layers=3, decoder_layers=3).eval()
+    model = zoo_network(load_entry("fusion"), VOCAB, encoder_layers=3, decoder_layers=3).eval()
     seen = []
     for layer in getattr(model, side).layers:
         layer.fuse_attention.register_forward_hook(
@@ -226,7 +226,7 @@ def test_fuse_attention_at_layer_l_attends_over_exactly_l_previous_outputs(side)
 
 
 def test_fuse_attention_keys_are_the_embedding_and_lower_layer_outputs():
-    model = tiny_model(load_entry("fusion"), VOCAB, encoder_layers=2, decoder_layers=2).eval()
+    model = zoo_network(load_entry("fusion"), VOCAB, encoder_layers=2, decoder_layers=2).eval()
     captured = {}
     second = model.encoder_stack.layers[1]
     second.fuse_attention.register_forward_hook(
@@ -252,7 +252,7 @@ def test_unknown_switch_value_names_the_switch():
 
 
 def test_pre_norm_stack_ends_with_a_layer_norm_and_still_decodes_causally():
-    model = tiny_model(load_entry("transformer"), VOCAB, pre_norm=True).eval()
+    model = zoo_network(load_entry("transformer"), VOCAB, pre_norm=True).eval()
     assert model.encoder_stack.final_norm is not None
     ids, target = tokens([5, 6, 7]), tokens([1, 9, 10, EOS])
     changed = target.clone()

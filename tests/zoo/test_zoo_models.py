@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import AutoModelForSeq2SeqLM
 
-from tiny_zoo import BOS, ENTRIES, EOS, exact_match, tiny_model, train_until_exact
+from tiny_zoo import BOS, ENTRIES, EOS, exact_match, zoo_network, train_until_exact
 
 pytestmark = pytest.mark.shared
 BY_NAME = pytest.mark.parametrize("entry", ENTRIES, ids=[e.name for e in ENTRIES])
@@ -14,7 +14,7 @@ BY_NAME = pytest.mark.parametrize("entry", ENTRIES, ids=[e.name for e in ENTRIES
 
 @BY_NAME
 def test_learns_thirty_scan_rows_to_full_exact_match(entry, scan_rows):
-    model = tiny_model(entry, len(scan_rows.vocabulary))
+    model = zoo_network(entry, len(scan_rows.vocabulary))
     accuracy, steps = train_until_exact(model, scan_rows)
     assert accuracy == 1.0, f"{entry.name}: {accuracy:.0%} after {steps} steps"
     assert exact_match(model, scan_rows, num_beams=3) == 1.0
@@ -22,7 +22,7 @@ def test_learns_thirty_scan_rows_to_full_exact_match(entry, scan_rows):
 
 @BY_NAME
 def test_decoder_output_at_step_t_ignores_later_target_tokens(entry, scan_rows):
-    model = tiny_model(entry, len(scan_rows.vocabulary)).eval()
+    model = zoo_network(entry, len(scan_rows.vocabulary)).eval()
     input_ids, attention_mask, labels = scan_rows.batch()
     decoder_ids = model.prepare_decoder_input_ids_from_labels(labels)
     changed = decoder_ids.clone()
@@ -39,7 +39,7 @@ def test_decoder_output_at_step_t_ignores_later_target_tokens(entry, scan_rows):
 
 @BY_NAME
 def test_greedy_generate_equals_a_step_by_step_argmax_loop(entry, scan_rows):
-    model = tiny_model(entry, len(scan_rows.vocabulary)).eval()
+    model = zoo_network(entry, len(scan_rows.vocabulary)).eval()
     input_ids, attention_mask, _ = scan_rows.batch()
     input_ids, attention_mask = input_ids[:6], attention_mask[:6]
     with torch.no_grad():
@@ -60,7 +60,7 @@ def test_greedy_generate_equals_a_step_by_step_argmax_loop(entry, scan_rows):
 
 @BY_NAME
 def test_save_then_load_gives_identical_logits(entry, scan_rows, tmp_path):
-    model = tiny_model(entry, len(scan_rows.vocabulary)).eval()
+    model = zoo_network(entry, len(scan_rows.vocabulary)).eval()
     input_ids, attention_mask, labels = scan_rows.batch()
     model.save_pretrained(tmp_path)
     assert (tmp_path / "model.safetensors").is_file()
@@ -75,7 +75,7 @@ def test_save_then_load_gives_identical_logits(entry, scan_rows, tmp_path):
 
 @BY_NAME
 def test_loss_is_mean_token_cross_entropy_over_unmasked_labels(entry, scan_rows):
-    model = tiny_model(entry, len(scan_rows.vocabulary)).eval()
+    model = zoo_network(entry, len(scan_rows.vocabulary)).eval()
     input_ids, attention_mask, labels = scan_rows.batch()
     with torch.no_grad():
         output = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)

@@ -37,7 +37,7 @@ def tiny_overrides(entry) -> dict:
     return overrides
 
 
-def tiny_model(entry, vocab_size: int, seed: int = 0, **extra):
+def zoo_network(entry, vocab_size: int, seed: int = 0, **extra):
     torch.manual_seed(seed)
     model = build_model(entry, vocab_size=vocab_size, pad_token_id=PAD, bos_token_id=BOS, eos_token_id=EOS,
                         overrides={**tiny_overrides(entry), **extra})
