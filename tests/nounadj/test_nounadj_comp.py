@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.evaluation.comp import comp_counts, comp_scores
-from benchbuild.french import FrenchToken, find_pairing, french_forms
+from benchbuild.evaluation.comp import comp_counts, comp_scores, pairing_matches
+from benchbuild.french import FrenchLemmatizer, FrenchToken, find_pairing, french_forms
 
 
 def test_french_adjective_forms_cover_gender_and_number():
@@ -65,10 +65,31 @@ def test_no_prediction_with_both_has_no_order_accuracy(french):
 def test_rows_without_the_test_columns_and_length_mismatches_are_errors(french):
     with pytest.raises(BenchbuildError, match="2 predictions for 1 rows"):
         comp_counts(["a", "b"], ROWS[:1], french)
-    with pytest.raises(BenchbuildError, match="row 1 has no 'fr_adjective'"):
+    with pytest.raises(BenchbuildError) as error:
         comp_counts(["a"], [{"fr_adjective": None, "fr_noun": "x", "order": "forward"}], french)
+    assert str(error.value) == ("row 1 has no 'fr_adjective': COMP needs a noun–adjective test split (columns "
+                                "fr_adjective, fr_noun, order)")
 
 
 def test_splits_without_test_values_have_no_comp(french):
     train_rows = [{"fr_adjective": None, "fr_noun": None, "order": None, "target": "x"}] * 2
     assert comp_scores(["a", "b"], train_rows, french) is None
+
+
+# "vieille" is an irregular feminine of "vieux" (its regular forms would be vieuse/vieuses): only the lemmatizer
+# (fr_core_news_sm: vieille -> vieux) finds the adjective, so these rows tell which lemmatizer scored them.
+IRREGULAR_ROWS = [{"fr_adjective": "vieux", "fr_noun": "maison", "order": "forward"}] * 2
+IRREGULAR_PREDICTIONS = ["Une vieille maison.", "Les vieilles maisons sont belles."]
+
+
+def test_comp_uses_the_lemmatizer_it_is_given_and_fr_core_news_sm_by_default(french):
+    import spacy
+
+    rules_only = FrenchLemmatizer(nlp=spacy.blank("fr"))  # tokenizer only: every lemma is empty
+    assert "vieuse" in french_forms("vieux", "adjective") and "vieille" not in french_forms("vieux", "adjective")
+    assert comp_counts(IRREGULAR_PREDICTIONS, IRREGULAR_ROWS, french).with_both == 2
+    assert comp_counts(IRREGULAR_PREDICTIONS, IRREGULAR_ROWS, rules_only).with_both == 0
+    assert comp_scores(IRREGULAR_PREDICTIONS, IRREGULAR_ROWS, rules_only)["comp"] == 0.0
+    assert comp_scores(IRREGULAR_PREDICTIONS, IRREGULAR_ROWS, french)["comp"] == 100.0
+    assert comp_scores(IRREGULAR_PREDICTIONS, IRREGULAR_ROWS)["comp"] == 100.0  # no lemmatizer: fr_core_news_sm
+    assert [match.has_both for match in pairing_matches(IRREGULAR_PREDICTIONS, IRREGULAR_ROWS)] == [True, True]

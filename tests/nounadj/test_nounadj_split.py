@@ -63,5 +63,25 @@ def test_validation_mask_takes_exactly_the_fraction_and_depends_only_on_the_seed
     assert np.array_equal(first, again)
     assert not np.array_equal(first, other)
     assert validation_mask(5, 0.0, np.random.default_rng(0)).sum() == 0
-    with pytest.raises(ValueError):
+    assert first.dtype == np.bool_  # a mask: it indexes the rows (a float array would not)
+    with pytest.raises(ValueError, match=r"the validation fraction must be in \[0, 1\), got 1.0"):
         validation_mask(5, 1.0, np.random.default_rng(0))
+
+
+def test_an_own_adjective_on_one_noun_does_not_stop_the_next_noun_from_making_the_sentence_test():
+    decision = decide_sentence([occ("solution", "permanent"), occ("response", "good")], TABLE_2)
+    assert decision.kind == "test" and decision.pairing.noun == "response"
+
+
+def test_every_adjective_of_the_other_column_at_once_is_still_test():
+    # The column check is "all of the noun's adjectives are in the other column", equality included.
+    forward = ("new", "good", "big", "first")
+    assert set(forward) == TABLE_2.adjectives("forward")
+    decision = decide_sentence([occ("solution", *forward)], TABLE_2)
+    assert decision.kind == "test" and decision.pairing.pairings == 4
+
+
+def test_every_adjective_of_the_table_at_once_is_a_table_adjective_sentence():
+    everything = tuple(pair.adjective for pair in TABLE_2.pairs)
+    assert set(everything) == TABLE_2.table_adjectives()
+    assert decide_sentence([occ("solution", *everything)], TABLE_2).kind == "table_adjective"

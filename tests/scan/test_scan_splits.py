@@ -15,11 +15,14 @@ from scan_counts import (
     TEMPLATE_JUMP_AROUND_RIGHT_TEST,
 )
 
+from benchbuild.scan import splits as split_rules
 from benchbuild.scan.canonical_index import simple_test_mask, tasks_order
 from benchbuild.scan.grammar import Example, generate
 from benchbuild.scan.splits import (
+    _primitive_repeats,
     canonical_simple,
     contains,
+    length,
     length_cutoff,
     rng_for,
     simple,
@@ -30,6 +33,15 @@ from benchbuild.scan.splits import (
 @pytest.fixture(scope="module")
 def examples():
     return generate()
+
+
+@pytest.fixture(autouse=True)
+def fresh_filler_sets():
+    """The filler and few-shot rules share one cached pass over the commands (`_filler_sets_of`); each test starts
+    without it, so none passes on a pass another test (or a mutation run's first, unmutated run) made."""
+    split_rules._filler_sets_of.cache_clear()
+    yield
+    split_rules._filler_sets_of.cache_clear()
 
 
 def multiset(examples):
@@ -135,6 +147,8 @@ def test_simple_depends_on_the_seed_and_only_on_it(examples):
     other = simple(examples, rng_for(1, "simple"))
     assert first.splits == again.splits
     assert first.splits["train"] != other.splits["train"]
+    # By default SCAN's own proportion, 80% / 20% (Lake & Baroni 2018, §3), under its own name.
+    assert first.name == "simple" and len(first.splits["train"]) == round(COMMANDS * 0.8) == SIMPLE["train"]
 
 
 @pytest.mark.parametrize("percent", [1, 8, 64])
@@ -226,3 +240,81 @@ def test_the_counts_the_tests_use_are_those_of_the_canonical_files(shared_data):
     assert {name: len((scan / name).read_text().splitlines()) for name in CANONICAL_FILES} == CANONICAL_FILES
     addprim_train = (scan / "add_prim_split" / "tasks_train_addprim_jump.txt").read_text().splitlines()
     assert addprim_train.count("IN: jump OUT: I_JUMP") == ADDPRIM_JUMP_BARE_REPEATS
+
+
+def test_length_keeps_22_actions_in_train_and_sends_23_to_test():
+    # SCAN's grammar makes no command of exactly 23 actions, so the canonical files cannot tell a cutoff of 22 from
+    # one of 23; Lake & Baroni (2018, §3) train on "at most 22 actions". These made-up rows can.
+    rows = [Example(f"c{n}", " ".join(["I_JUMP"] * n)) for n in (21, 22, 23, 24)]
+    splitting = length(rows)
+    assert [e.length for e in splitting.splits["train"]] == [21, 22]
+    assert [e.length for e in splitting.splits["test"]] == [23, 24]
+
+
+def test_the_bare_primitive_is_repeated_at_least_once():
+    # round(n/9) copies for n other commands (the canonical files: 1,467 for 13,203), but never none.
+    assert _primitive_repeats(13_203, 1) == ADDPRIM_JUMP_BARE_REPEATS
+    assert _primitive_repeats(4, 1) == 1 and _primitive_repeats(13, 1) == 1 and _primitive_repeats(14, 1) == 2
+
+
+# What the data card and build.json say of each splitting (Splitting.rules, .counts, .sampled), one of each rule.
+# The numbers are counts of the canonical files: 13,203 commands without "jump" (tasks.txt minus the 7,707 with it);
+# 1,209 with "turn right" and as many with "turn around right" (the commands the template files leave out of both);
+# 1,065 commands that filler_num1 adds to filler_num0.
+CARD_SENTENCES = {
+    "simple_p8": (True, {}, {
+        "train": "a seeded random 8% of all 20,910 commands (1,673)", "test": "the other 19,237 commands"}),
+    "length": (False, {}, {
+        "train": "commands whose action sequence has at most 22 actions",
+        "test": "commands whose action sequence has more than 22 actions"}),
+    "addprim_jump": (False, {"copies of the bare primitive in train": 1467}, {
+        "train": 'the 13,203 commands without "jump", plus the bare command "jump" repeated 1,467 times so that it is '
+                 "about 10% of the training rows (as in the canonical files: round(n/9) copies for n other commands)",
+        "test": 'every command containing "jump" except "jump" itself'}),
+    "addprim_jump_num2_rep3": (True, {"copies of each jump command in train": 489}, {
+        "train": 'the 13,203 commands without "jump", plus "jump" and 2 randomly chosen compositional jump commands '
+                 "(seeded, replication 3), each of these 3 repeated 489 times so that jump commands stay about 10% "
+                 "of training",
+        "test": 'the other 7,704 commands containing "jump"'}),
+    "template_right": (False, {'commands with "turn right" in neither split (as in the canonical files)': 1209}, {
+        "train": 'every command without "(walk | look | run | jump) right" and without "turn right"',
+        "test": 'every command containing "(walk | look | run | jump) right" and not "turn right"'}),
+    "filler_num0": (False, {'commands with "turn around right" left out': 1209}, {
+        "train": 'commands without "jump around right" whose "P around right" fillers are all among (none) — the '
+                 "first 0 of (look, walk, run)",
+        "test": 'every command containing "jump around right"'}),
+    "filler_num2": (False, {'commands with "turn around right" left out': 1209}, {
+        "train": 'commands without "jump around right" whose "P around right" fillers are all among (look, walk) — '
+                 "the first 2 of (look, walk, run)",
+        "test": 'every command containing "jump around right"'}),
+    "fewshot_num4_rep2": (True, {'commands with "turn around right" left out': 1209}, {
+        "train": "the filler_num0 training set plus 4 commands sampled (seeded, replication 2) from the 1,065 "
+                 'commands that filler_num1 adds ("look around right" as the only filler)',
+        "test": 'every command containing "jump around right"'}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CARD_SENTENCES))
+def test_each_rule_says_how_its_splits_were_made_and_whether_they_were_drawn(name, examples):
+    splitting = splittings()[name](examples, 0)
+    assert (splitting.sampled, splitting.counts, splitting.rules) == CARD_SENTENCES[name]
+
+
+# The seeded draws at seed 0 as every build since they were introduced holds them (and so every published benchmark
+# made with benchbuild): a change here makes earlier builds irreproducible from their recorded seed.
+DRAWN_AT_SEED_0 = {
+    "addprim_jump_num2_rep3": ["jump left thrice after jump opposite left twice",
+                               "jump opposite left thrice after jump opposite left twice"],
+    "fewshot_num4_rep2": ["look around right and look opposite left thrice",
+                          "look around right thrice after turn left twice", "look around right twice and look left",
+                          "look around right twice and turn around left thrice"],
+}
+
+
+def test_the_seeded_draws_are_those_earlier_builds_made(examples):
+    built = {name: splittings()[name](examples, 0).splits["train"] for name in DRAWN_AT_SEED_0}
+    jump = {e.command for e in built["addprim_jump_num2_rep3"] if contains(e.command, "jump") and e.command != "jump"}
+    assert sorted(jump) == DRAWN_AT_SEED_0["addprim_jump_num2_rep3"]
+    num0 = {e.command for e in splittings()["filler_num0"](examples, 0).splits["train"]}
+    added = {e.command for e in built["fewshot_num4_rep2"]} - num0
+    assert sorted(added) == DRAWN_AT_SEED_0["fewshot_num4_rep2"]
