@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import Phase, settings
 from small_inputs import scan_file_rows, write_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,6 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 # thread does (measured: 20 Transformer steps, 1.5 s on one thread, 36 s on two while another process is busy).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+# `make mutation` (tools/mutation.py) runs the tests once per mutant: there a failing property only has to be found,
+# not shrunk to its smallest example (which can take minutes on a mutant that breaks every input), and examples that
+# failed on earlier mutants are tried first (hypothesis's example database, kept in the mutation's scratch folder).
+settings.register_profile("mutation", phases=[Phase.explicit, Phase.reuse, Phase.generate], deadline=None)
+if os.environ.get("BENCHBUILD_MUTATION") == "1":
+    settings.load_profile("mutation")
 
 
 def shared_root() -> Path:

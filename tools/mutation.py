@@ -62,7 +62,10 @@ def _copy(module: str, folder: Path) -> None:
         "[mutmut]\nsource_paths=benchbuild\n"
         f"only_mutate={module}\n"
         f"pytest_add_cli_args_test_selection=\n    {tests}\n"
-        "pytest_add_cli_args=-p no:cacheprovider -p no:xdist -q\n", encoding="utf-8")
+        # one argument a line (mutmut splits a multi-line value at newlines); the Dask tests check engines, not the
+        # pure modules, and would start a cluster per mutant
+        "pytest_add_cli_args=\n    -p\n    no:cacheprovider\n    -p\n    no:xdist\n    -q\n    -m\n    not distributed\n",
+        encoding="utf-8")
 
 
 def _results(folder: Path, module: str) -> dict[str, int]:
@@ -74,7 +77,8 @@ def _results(folder: Path, module: str) -> dict[str, int]:
 def run(module: str, workers: int, show_survivors: bool) -> tuple[int, int]:
     folder = SCRATCH / module.replace("/", "_").removesuffix(".py")
     _copy(module, folder)
-    environment = {**os.environ, "BENCHBUILD_SHARED": os.environ.get("BENCHBUILD_SHARED", str(ROOT.parent / "shared"))}
+    environment = {**os.environ, "BENCHBUILD_SHARED": os.environ.get("BENCHBUILD_SHARED", str(ROOT.parent / "shared")),
+                   "BENCHBUILD_MUTATION": "1"}  # tests/conftest.py: hypothesis finds a failure without shrinking it
     started = time.monotonic()
     done = subprocess.run([str(MUTMUT), "run", "--max-children", str(workers)], cwd=folder, env=environment,
                           capture_output=True, text=True)

@@ -18,7 +18,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -91,18 +91,6 @@ class DegreeScorer:
             lines = self.normalizer.for_splitting(lines)
         return compositional_degree(self.vocabulary.encode(lines), self.dictionary)
 
-    def score_stream(self, lines: Iterable[str], normalized: bool = False,
-                     chunk: int = CHUNK_LINES) -> Iterator[DegreeScores]:
-        """Scores chunk by chunk, so a multi-million-line pool never sits in memory as Python strings."""
-        batch: list[str] = []
-        for line in lines:
-            batch.append(line)
-            if len(batch) == chunk:
-                yield self.score(batch, normalized)
-                batch = []
-        if batch:
-            yield self.score(batch, normalized)
-
 
 def write_degree_table(train_source: str | Path, pool: str | Path | Sequence[str | Path], out: str | Path | None,
                        parameters: DegreeParameters = DegreeParameters(), overwrite: bool = False,
@@ -129,7 +117,7 @@ def write_degree_table(train_source: str | Path, pool: str | Path | Sequence[str
     existing_file(train_source)  # every input is checked before any is read, the training corpus first
     total = sum(count_lines(path) for path in pools)
     scorer = DegreeScorer(read_sentences(train_source, "--train-src", encoding_errors=encoding_errors), parameters)
-    counts = {"lines": 0, "scored": 0, "dropped": 0}
+    counts = {"lines": 0, "scored": 0}
     # A file is written beside `out` and renamed at the end: a killed run leaves the old table whole.
     with (atomic_file(out) if out is not None else contextlib.nullcontext(sys.stdout)) as target:
         target.write("line\tdegree\n")

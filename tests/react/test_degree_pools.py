@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from small_inputs import write_lines
 from typer.testing import CliRunner
 
 from benchbuild.cli import app
+from benchbuild.errors import BenchbuildError
 from benchbuild.react.degree import CHUNK_LINES, DegreeParameters, write_degree_table
 
 BENCHBUILD = [str(Path(sys.executable).parent / "benchbuild")]
@@ -85,6 +87,58 @@ def test_write_degree_table_takes_one_pool_path_or_several(tmp_path):
     one = write_degree_table(str(train), joined, tmp_path / "one.tsv", parameters)
     assert several == one == {"lines": 3, "scored": 2, "dropped": 1}
     assert (tmp_path / "several.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
+
+
+def test_write_degree_table_writes_its_header_and_rows_to_stdout_without_an_out(tmp_path, capsys):
+    train, pool = write_lines(tmp_path / "train.txt", TRAIN), write_lines(tmp_path / "pool.txt", ["a b c", "", "z"])
+    counts = write_degree_table(train, pool, None, DegreeParameters(min_word_count=1))
+    assert capsys.readouterr().out == "line\tdegree\n1\t0.333333\n2\t\n3\t\n"
+    assert counts == {"lines": 3, "scored": 1, "dropped": 2}
+    rare = write_degree_table(train, pool, None, DegreeParameters(min_word_count=100))  # every word is too rare
+    assert rare == {"lines": 3, "scored": 0, "dropped": 3}
+
+
+def test_an_empty_pool_file_between_others_takes_no_row_number(tmp_path):
+    train = write_lines(tmp_path / "train.txt", TRAIN)
+    first, empty, last = (write_lines(tmp_path / name, lines) for name, lines in
+                          [("first.txt", ["a b c"]), ("empty.txt", []), ("last.txt", ["d c"])])
+    write_degree_table(train, [first, empty, last], tmp_path / "out.tsv", DegreeParameters(min_word_count=1))
+    assert (tmp_path / "out.tsv").read_text(encoding="utf-8").splitlines() == ["line\tdegree", "1\t0.333333",
+                                                                               "2\t1.000000"]
+
+
+def test_write_degree_table_replaces_a_table_only_when_told_and_needs_a_pool(tmp_path):
+    train, pool = write_lines(tmp_path / "train.txt", TRAIN), write_lines(tmp_path / "pool.txt", ["a b c"])
+    out = write_lines(tmp_path / "out.tsv", ["an earlier table"])
+    with pytest.raises(FileExistsError):
+        write_degree_table(train, pool, out)
+    assert out.read_text(encoding="utf-8") == "an earlier table\n"
+    write_degree_table(train, pool, out, overwrite=True)
+    assert out.read_text(encoding="utf-8").startswith("line\tdegree\n1\t")
+    with pytest.raises(BenchbuildError) as error:
+        write_degree_table(train, [], tmp_path / "none.tsv")
+    assert str(error.value) == "give at least one pool file"
+
+
+def test_the_training_corpus_is_read_with_the_encoding_errors_asked_for_and_named_by_its_option(tmp_path):
+    train = tmp_path / "train.txt"
+    train.write_bytes(b"a b c\n" * 4 + b"a \xff b\n")
+    pool = write_lines(tmp_path / "pool.txt", ["a b c"])
+    with pytest.raises(BenchbuildError, match="line 5 is not valid UTF-8"):
+        write_degree_table(train, pool, tmp_path / "strict.tsv")
+    assert write_degree_table(train, pool, tmp_path / "replaced.tsv", encoding_errors="replace")["scored"] == 1
+    blank = write_lines(tmp_path / "blank.txt", ["  ", ""])
+    with pytest.raises(BenchbuildError, match=r"^--train-src `.*blank.txt` holds no sentence"):
+        write_degree_table(blank, pool, tmp_path / "blank.tsv")
+
+
+def test_a_shown_progress_bar_names_the_stage_and_counts_every_pool_line(tmp_path, capsys):
+    train, pool = write_lines(tmp_path / "train.txt", TRAIN), write_lines(tmp_path / "pool.txt", ["a b c"] * 7)
+    write_degree_table(train, pool, tmp_path / "out.tsv", progress=True)
+    shown = capsys.readouterr().err
+    assert re.search(r"^compositional degree .* 7/7 ", shown, re.M), shown
+    write_degree_table(train, pool, tmp_path / "quiet.tsv", overwrite=True)
+    assert capsys.readouterr().err == "", "no bar unless asked"
 
 
 @pytest.mark.distributed

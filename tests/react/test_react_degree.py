@@ -130,3 +130,27 @@ def test_arrow_tokens_are_exactly_python_split(lines):
     tokens, offsets = split_tokens(lines)
     flat = tokens.to_pylist()
     assert [flat[offsets[i]:offsets[i + 1]] for i in range(len(lines))] == [line.split() for line in lines]
+
+
+def test_degree_of_scores_every_line_without_the_oov_filter_and_an_empty_line_has_none():
+    train = ["a b"] * 3 + ["c"] * 2
+    scorer = DegreeScorer(train, DegreeParameters(min_word_count=3, min_ngram_count=3))
+    # "a c": "c" is seen under min_word_count times, so `score` drops the line; `degree_of` scores it (2 pieces)
+    degree = scorer.degree_of(["a b", "a c", ""])
+    assert degree[:2].tolist() == [0.5, 1.0] and np.isnan(degree[2])
+    assert np.isnan(scorer.score([""]).degree).all()
+
+
+def test_degree_of_normalises_raw_lines_and_takes_normalised_ones_as_they_are():
+    scorer = DegreeScorer(["a b"] * 3, DegreeParameters(min_word_count=1, min_ngram_count=3, lowercase=True))
+    assert scorer.degree_of(["A B"]).tolist() == [0.5]  # lowercased: one piece "a b" of two tokens
+    assert scorer.degree_of(["A B"], normalized=True).tolist() == [1.0]  # "A", "B": unknown, a piece each
+
+
+def test_a_training_corpus_given_normalised_is_taken_as_it_is():
+    parameters = DegreeParameters(min_word_count=1, min_ngram_count=3, lowercase=True)
+    raw = DegreeScorer(["A B"] * 3, parameters)
+    taken_as_it_is = DegreeScorer(["A B"] * 3, parameters, normalized=True)
+    assert raw.score(["a b"], normalized=True).degree.tolist() == [0.5]
+    assert taken_as_it_is.score(["A B"], normalized=True).degree.tolist() == [0.5]
+    assert taken_as_it_is.score(["a b"], normalized=True).in_vocabulary.tolist() == [False]
