@@ -119,7 +119,7 @@ class NgramDictionary:
         self.max_order = max(counts_by_order, default=0)
 
     @classmethod
-    def build(cls, vocabulary: Vocabulary, encoded: EncodedLines, min_count: int = 4,
+    def build(cls, vocabulary: Vocabulary, encoded: EncodedLines, min_count: int,
               max_order: int | None = None) -> "NgramDictionary":
         """Every n-gram (n ≤ `max_order`, unbounded by default) occurring ≥ `min_count` times in `encoded`."""
         ids, fingerprints = encoded.ids, vocabulary.fingerprints
