@@ -25,6 +25,14 @@ Switches (all in `TransformerConfig`):
 - `fuse_attention`: FUSION's fuse-attention (004 §2.2) between the attention and feed-forward sub-layers of every
   layer: position i of layer l attends over that position's outputs of the l layers below (embedding included).
 - `pre_norm`: layer norm before each sub-layer (fairseq's `normalize_before`) instead of after it.
+- `init`: "zoo" (every linear layer Glorot-uniform with zero bias, embeddings as `embedding_scale` says) or
+  "fairseq" (as fairseq's Transformer, which 000 trained: embeddings N(0, d^-1/2) with the padding row zero
+  (`Embedding` in fairseq/models/transformer.py), query/key/value projections Glorot-uniform with gain 1/√2 and
+  PyTorch's default bias, output projection Glorot-uniform with zero bias (`MultiheadAttention.reset_parameters`),
+  feed-forward layers PyTorch's default `nn.Linear` init (`build_fc1`/`build_fc2`), and fairseq's sinusoids
+  (`SinusoidalPositionalEmbedding`: sines in the first half, cosines in the second, frequencies 10000^(-k/(d/2-1)),
+  the first token at position 2, after the padding index 1). Needs `embedding_scale = "teu"` (fairseq scales the
+  embeddings by √d).
 
 Dropout: `dropout` on sub-layer outputs, `input_dropout` (default: `dropout`) on the embeddings entering each stack,
 `attention_dropout` on attention weights, `activation_dropout` (default: `dropout`) inside the feed-forward block.
@@ -61,6 +69,8 @@ from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel, check_choice
 
 POSITIONS = ("absolute", "relative", "t5_bias", "fixed_span", "shaw", "none")
 EMBEDDING_SCALES = ("teu", "none", "ped", "xavier")
+INITS = ("zoo", "fairseq")
+FAIRSEQ_FIRST_POSITION = 2  # fairseq numbers positions from padding_idx + 1, and its dictionary's <pad> is 1
 MIXERS = ("attention", "conv")
 ABSOLUTE_POSITIONS = ("absolute", "t5_bias", "fixed_span")
 DISTANCE_POSITIONS = ("relative", "t5_bias", "fixed_span", "shaw")  # add a distance-dependent term to self-attention
@@ -80,8 +90,12 @@ class TransformerConfig(ZooConfig):
                  position: str = "absolute", embedding_scale: str = "teu", universal: bool = False,
                  encoder_self_attention_gate: float | None = None, decoder_self_attention_gate: float | None = None,
                  mixer: str = "attention", span: int = 4, fuse_attention: bool = False, pre_norm: bool = False,
-                 max_relative_position: int = 16, **kwargs):
+                 max_relative_position: int = 16, init: str = "zoo", **kwargs):
         check_choice("transformer", "position", position, POSITIONS)
+        check_choice("transformer", "init", init, INITS)
+        if init == "fairseq" and embedding_scale != "teu":
+            raise BenchbuildError(f"transformer: init = 'fairseq' needs embedding_scale = 'teu' (fairseq scales its "
+                                  f"embeddings by √d), not {embedding_scale!r}")
         if max_relative_position < 1:
             raise BenchbuildError(f"transformer: max_relative_position = {max_relative_position} must be at least 1")
         check_choice("transformer", "embedding_scale", embedding_scale, EMBEDDING_SCALES)
@@ -102,6 +116,7 @@ class TransformerConfig(ZooConfig):
         self.decoder_self_attention_gate = decoder_self_attention_gate
         self.mixer, self.span, self.fuse_attention, self.pre_norm = mixer, span, fuse_attention, pre_norm
         self.max_relative_position = max_relative_position
+        self.init = init
         super().__init__(**kwargs)
 
 
@@ -129,7 +144,10 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Conv1d)):
+        role = getattr(module, "fairseq_role", None)
+        if role is not None and getattr(self.config, "init", "zoo") == "fairseq":
+            _fairseq_linear(module, role)
+        elif isinstance(module, (nn.Linear, nn.Conv1d)):
             init.xavier_uniform_(module.weight)
             if module.bias is not None:
                 init.zeros_(module.bias)
@@ -301,10 +319,10 @@ class Attention(nn.Module):
         self.num_heads, self.head_dim = num_heads, d_model // num_heads
         self.dropout, self.position, self.span, self.causal = dropout, position, span, causal
         self.max_relative_position, self.segmented = max_relative_position, segmented
-        self.query = nn.Linear(d_model, d_model)
-        self.key = nn.Linear(d_model, d_model)
-        self.value = nn.Linear(d_model, d_model)
-        self.out = nn.Linear(d_model, d_model)
+        self.query = _with_role(nn.Linear(d_model, d_model), "projection")
+        self.key = _with_role(nn.Linear(d_model, d_model), "projection")
+        self.value = _with_role(nn.Linear(d_model, d_model), "projection")
+        self.out = _with_role(nn.Linear(d_model, d_model), "output")
         if position == "t5_bias":
             self.relative_bias = nn.Parameter(torch.zeros(num_heads, 2 * span + 1))
         if position == "relative":
@@ -533,11 +551,36 @@ class SelfAttentionGate(nn.Module):
         return x * torch.sigmoid(self.beta).to(x.dtype)
 
 
+def _with_role(linear: nn.Linear, role: str) -> nn.Linear:
+    """`linear` marked with how `init = "fairseq"` draws it (`_fairseq_linear`)."""
+    linear.fairseq_role = role
+    return linear
+
+
+def _fairseq_linear(linear: nn.Linear, role: str) -> None:
+    """fairseq's initialisation of a linear layer by its role: an attention "projection" (query, key, value:
+    Glorot-uniform, gain 1/√2), an attention "output" (Glorot-uniform, zero bias), or a "feed_forward" layer
+    (PyTorch's own `nn.Linear` init: Kaiming-uniform with a = √5, i.e. U(±1/√fan_in)). Biases fairseq does not redraw
+    keep PyTorch's U(±1/√fan_in)."""
+    if role == "projection":
+        init.xavier_uniform_(linear.weight, gain=1 / math.sqrt(2))
+    elif role == "output":
+        init.xavier_uniform_(linear.weight)
+    else:
+        init.kaiming_uniform_(linear.weight, a=math.sqrt(5))
+    if role == "output":
+        init.zeros_(linear.bias)
+    else:
+        bound = 1 / math.sqrt(linear.in_features)
+        init.uniform_(linear.bias, -bound, bound)
+
+
 class FeedForward(nn.Sequential):
     """Linear, ReLU, dropout, linear; the ReLU and the dropout run as one pass on CPU."""
 
     def __init__(self, d_model: int, d_ff: int, dropout: float):
-        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), Dropout(dropout), nn.Linear(d_ff, d_model))
+        super().__init__(_with_role(nn.Linear(d_model, d_ff), "feed_forward"), nn.ReLU(), Dropout(dropout),
+                         _with_role(nn.Linear(d_ff, d_model), "feed_forward"))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         first, _, dropout, second = self
@@ -553,11 +596,19 @@ class TokenEmbedding(nn.Module):
         self.scale = config.embedding_scale
         self.d_model = config.d_model
         self.absolute = config.position in ABSOLUTE_POSITIONS
+        self.fairseq = getattr(config, "init", "zoo") == "fairseq"
+        self.padding_index = config.pad_token_id
         self.weight = nn.Parameter(torch.empty(config.vocab_size if vocab_size is None else vocab_size,
                                                config.d_model))
 
     def reset_parameters(self) -> None:
-        if self.scale in ("teu", "xavier"):
+        if self.fairseq:
+            # A loaded checkpoint's weight is flagged initialised: neither it nor its padding row is drawn again.
+            if not getattr(self.weight, "_is_hf_initialized", False):
+                init.normal_(self.weight, mean=0.0, std=self.d_model ** -0.5)
+                if self.padding_index is not None:
+                    init.zeros_(self.weight[self.padding_index])
+        elif self.scale in ("teu", "xavier"):
             init.xavier_uniform_(self.weight)
         elif self.scale == "none":
             init.normal_(self.weight, mean=0.0, std=1.0)
@@ -572,15 +623,30 @@ class TokenEmbedding(nn.Module):
             words = words * math.sqrt(self.d_model)
         if not self.absolute:
             return words
+        table = fairseq_sinusoid if self.fairseq else sinusoid
         if layout is not None:
-            positions = sinusoid(torch.arange(layout.longest, device=ids.device),
-                                 self.d_model)[layout.positions(ids.device)]
+            positions = table(torch.arange(layout.longest, device=ids.device),
+                              self.d_model)[layout.positions(ids.device)]
         else:
-            positions = sinusoid(torch.arange(start, start + ids.size(1), device=ids.device), self.d_model)
+            positions = table(torch.arange(start, start + ids.size(1), device=ids.device), self.d_model)
         positions = positions.to(words.dtype)
         if self.scale == "ped":
             positions = positions / math.sqrt(self.d_model)
         return words + positions
+
+
+def fairseq_sinusoid(positions: torch.Tensor, d_model: int) -> torch.Tensor:
+    """fairseq's `SinusoidalPositionalEmbedding.get_embedding` for token i at position p = i + 2: with h = d/2,
+    P[i, k] = sin(p · 10000^(-k/(h-1))) and P[i, h + k] = cos(p · 10000^(-k/(h-1))) for k < h (a zero column last
+    for odd d)."""
+    half = d_model // 2
+    rates = torch.exp(torch.arange(half, device=positions.device, dtype=torch.float32)
+                      * (-math.log(10000.0) / (half - 1)))
+    angles = (positions.float() + FAIRSEQ_FIRST_POSITION)[:, None] * rates[None, :]
+    table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+    if d_model % 2:
+        table = torch.cat([table, torch.zeros(positions.numel(), 1, device=positions.device)], dim=1)
+    return table
 
 
 def sinusoid(positions: torch.Tensor, d_model: int) -> torch.Tensor:

@@ -19,7 +19,7 @@ BY_CACHED = pytest.mark.parametrize("entry", CACHED, ids=[entry.name for entry i
 # Switch settings no catalogue entry uses, on top of the entry named first.
 EXTRA_SWITCHES = [("transformer", {"position": "none"}), ("transformer", {"pre_norm": True}),
                   ("relative_transformer", {"pre_norm": True}), ("sag_conv", {"span": 1, "pre_norm": True}),
-                  ("fusion", {"universal": True})]
+                  ("fusion", {"universal": True}), ("sag_t5", {"init": "fairseq"})]
 
 
 def sources() -> tuple[torch.Tensor, torch.Tensor]:
