@@ -68,6 +68,21 @@ def test_the_jump_sweep_is_table3s_grid_for_the_transformer_and_sag_t5_on_addpri
     assert {(spec.model, spec.configuration, spec.seed) for spec in jump.runs} == same
 
 
+def test_the_fairseq_init_sweep_draws_both_models_as_fairseq_does_on_jump():
+    """Issue #33's next candidate: the catalogue configuration of both models, 3 seeds, init = "fairseq"."""
+    from benchbuild.zoo import build_model, load_entry
+
+    sweep = load_sweep(ROOT / "pipelines" / "jump_fairseq_init.toml")
+    assert sorted((spec.model, spec.seed) for spec in sweep.runs) == [(model, seed) for model in ("sag_t5", "transformer")
+                                                                      for seed in (0, 1, 2)]
+    assert all(spec.benchmark == "scan/addprim_jump" and spec.overrides == {"architecture": {"init": "fairseq"}}
+               for spec in sweep.runs)
+    for model in ("transformer", "sag_t5"):  # both embed as fairseq does (TEU), which init = "fairseq" needs
+        built = build_model(load_entry(model), vocab_size=16, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                            overrides={"init": "fairseq", "d_model": 16, "d_ff": 32, "num_heads": 2})
+        assert built.config.init == "fairseq"
+
+
 def test_the_table3_grid_has_000s_configurations_per_model():
     sweep = load_sweep(ROOT / "pipelines" / "table3_000.toml")
     assert sweep.configurations() == {"transformer": 24, "sag": 24, "sag_conv": 48, "sag_fixed_span": 24,
