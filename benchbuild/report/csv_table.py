@@ -3,7 +3,9 @@ number only where our runs were made as it was (`comparable`), `published` holds
 `not_comparable_because` says what differs; the paper is named by authors and year (`paper_source`) and by its BibTeX
 key (`paper_citation_key`, an entry of `PREFIX.bib`). In a headline column two or more models share, `p_vs_best` is
 the p-value of the row's test against the column's best mean (`significance`: the one `report --compare BEST MODEL`
-prints) and `test_vs_best` says which test that was, "best" on the best row, or why no test could be run."""
+prints) and `test_vs_best` says which test that was, "best" on the best row, or why no test could be run. `ci_low` and
+`ci_high` bound the 95% confidence interval of `mean`, `ci_basis` says how it was made (the t-interval over seeds, or
+one run's bootstrap over its test rows), as the HTML leaderboard shows it."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from benchbuild.report.rows import ReportRow
 COLUMNS = ("model", "benchmark", "split", "metric", "runs", "seeds", "mean", "standard_error", "paper", "published",
            "comparable", "not_comparable_because", "paper_source", "paper_citation_key", "select", "paper_statistic",
            "paper_model", "ours_by_paper_statistic", "ours_spread", "ours_statistic", "excluded_runs", "differences",
-           "p_vs_best", "test_vs_best")
+           "p_vs_best", "test_vs_best", "ci_low", "ci_high", "ci_basis")
 
 
 def csv_fields(row: ReportRow) -> list[Any]:
@@ -42,7 +44,9 @@ def csv_fields(row: ReportRow) -> list[Any]:
             "" if by_paper is None or by_paper.reported.get("min_train_exact_match") is None else by_paper.excluded,
             row.differences_in_words,
             "" if against is None or against.p_value is None else f"{against.p_value:.6g}",
-            "" if against is None else against.method]
+            "" if against is None else against.method,
+            *(("", "", "") if row.interval is None else
+              (f"{row.interval[0][0]:.4f}", f"{row.interval[0][1]:.4f}", row.interval[1]))]
 
 
 def csv_table(rows: Iterable[ReportRow]) -> str:

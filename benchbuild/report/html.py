@@ -21,7 +21,6 @@ import jinja2
 from markupsafe import Markup, escape
 
 from benchbuild import __version__
-from benchbuild.evaluation.uncertainty import SeedStatistics
 from benchbuild.report.figures import Figure
 from benchbuild.papers import statistic_in_words
 from benchbuild.report.headline import headline_columns, metric_name, metric_rank
@@ -128,12 +127,9 @@ def _ours(row: ReportRow | None, notes: Footnotes) -> Cell:
         title += f"; against the best: {against.words}"
         number = (Markup('{}<sup class="significant">{}</sup>').format(number, MARK) if against.significant
                   else _marked(number, notes.mark(missing_note(row))))
-    interval = SeedStatistics.of(row.values).mean_interval
-    basis = f"t-interval of the mean over {len(row.values)} seeds"
-    if interval is None and row.example_intervals:
-        interval, basis = row.example_intervals[0], "bootstrap over the test rows (the run's metrics.json)"
-    if interval is None:
+    if row.interval is None:
         return Cell(number, round(row.mean, 6), title)
+    interval, basis = row.interval
     low, high = (f"{bound:.2f}" for bound in interval)
     return Cell(Markup('{} <small class="ci">95% CI [{}, {}]</small>').format(number, low, high),
                 round(row.mean, 6), f"{title}; 95% confidence interval: {basis}")

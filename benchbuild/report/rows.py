@@ -140,6 +140,20 @@ class ReportRow:
         return statistics.fmean(self.values)
 
     @property
+    def interval(self) -> tuple[list[float], str] | None:
+        """The 95% confidence interval of `mean` and how it was made: the t-interval over seeds where there are
+        several, else the one run's bootstrap over its test rows (its metrics.json's `<metric>_ci`); None where
+        neither exists (one run evaluated before intervals were recorded)."""
+        from benchbuild.evaluation.uncertainty import SeedStatistics
+
+        interval = SeedStatistics.of(self.values).mean_interval
+        if interval is not None:
+            return interval, f"t-interval of the mean over {len(self.values)} seeds"
+        if self.example_intervals and self.example_intervals[0] is not None:
+            return self.example_intervals[0], "bootstrap over the test rows (the run's metrics.json)"
+        return None
+
+    @property
     def standard_error(self) -> float | None:
         """Sample standard deviation over √n, as the papers' ± columns; undefined for a single run."""
         n = len(self.values)

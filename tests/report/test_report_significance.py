@@ -87,6 +87,15 @@ def html_row(texts: dict[str, str], model: str) -> str:
     return next(row for row in texts[".html"].split("<tr>") if f'data-sort="{model}"' in row)
 
 
+def test_one_runs_csv_row_carries_its_bootstrap_interval_over_the_test_rows(runs, tmp_path):
+    texts = report([runs.trained], tmp_path)
+    row = csv_row(texts, "tiny_trained")
+    recorded = json.loads((runs.trained / "metrics.json").read_text(encoding="utf-8"))["exact_match_ci"]
+    assert recorded[0] < recorded[1], "a fixture whose interval has a width"
+    assert [float(row["ci_low"]), float(row["ci_high"])] == pytest.approx(recorded, abs=1e-4)
+    assert row["ci_basis"] == "bootstrap over the test rows (the run's metrics.json)"
+
+
 def test_a_clearly_worse_model_gets_compares_p_value_and_is_marked_significant(runs, tmp_path):
     assert exact_match(runs.trained) >= 25.0 and exact_match(runs.untrained) == 0.0
     texts = report([runs.trained, runs.untrained], tmp_path)
@@ -141,6 +150,15 @@ def test_two_seeds_each_are_tested_over_seeds_as_compare_does(runs, tmp_path):
             folders.append(copy)
     texts = report(folders, tmp_path / "out")
     worse = csv_row(texts, "tiny_untrained")
+    # Two seeds: the 95% t-interval of the mean over them (1 degree of freedom), as the HTML leaderboard shows it.
+    from scipy.stats import t as student
+
+    seeds = [exact_match(runs.trained), exact_match(runs.trained) + 100.0 / 48]
+    mean, error = sum(seeds) / 2, abs(seeds[1] - seeds[0]) / 2
+    best = csv_row(texts, "tiny_trained")
+    assert (float(best["ci_low"]), float(best["ci_high"])) == pytest.approx(
+        student.interval(0.95, 1, loc=mean, scale=error), abs=1e-4)
+    assert best["ci_basis"] == "t-interval of the mean over 2 seeds"
     assert worse["test_vs_best"].startswith("Welch's t-test over seeds against tiny_trained (2 seeds of tiny_trained")
     assert float(worse["p_vs_best"]) == pytest.approx(
         printed_p(tmp_path / "runs" / runs.trained.name, tmp_path / "runs" / runs.untrained.name,
