@@ -27,6 +27,7 @@ def csv_fields(row: ReportRow) -> list[Any]:
     by_paper = row.by_paper_statistic
     comparison = row.comparison
     against = row.against_best
+    interval = row.interval  # computed once: a t-interval over seeds or the run's recorded bootstrap
     return [row.model, row.benchmark, row.split, row.metric, len(row.values),
             " ".join(str(seed) for seed in row.seeds), f"{row.mean:.4f}",
             "" if row.standard_error is None else f"{row.standard_error:.4f}",
@@ -45,8 +46,8 @@ def csv_fields(row: ReportRow) -> list[Any]:
             row.differences_in_words,
             "" if against is None or against.p_value is None else f"{against.p_value:.6g}",
             "" if against is None else against.method,
-            *(("", "", "") if row.interval is None else
-              (f"{row.interval[0][0]:.4f}", f"{row.interval[0][1]:.4f}", row.interval[1]))]
+            *(("", "", "") if interval is None else
+              (f"{interval[0][0]:.4f}", f"{interval[0][1]:.4f}", interval[1]))]
 
 
 def csv_table(rows: Iterable[ReportRow]) -> str:

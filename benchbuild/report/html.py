@@ -127,9 +127,10 @@ def _ours(row: ReportRow | None, notes: Footnotes) -> Cell:
         title += f"; against the best: {against.words}"
         number = (Markup('{}<sup class="significant">{}</sup>').format(number, MARK) if against.significant
                   else _marked(number, notes.mark(missing_note(row))))
-    if row.interval is None:
+    found = row.interval
+    if found is None:
         return Cell(number, round(row.mean, 6), title)
-    interval, basis = row.interval
+    interval, basis = found
     low, high = (f"{bound:.2f}" for bound in interval)
     return Cell(Markup('{} <small class="ci">95% CI [{}, {}]</small>').format(number, low, high),
                 round(row.mean, 6), f"{title}; 95% confidence interval: {basis}")
