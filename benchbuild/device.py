@@ -70,8 +70,18 @@ def launched_distributed() -> bool:
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
-def mixed_precision(device: str) -> str:
-    """`accelerate`'s mixed-precision mode for a resolved device: bf16 where the GPU has it, else fp16; none on CPU."""
+def mixed_precision(device: str, precision: str = "auto") -> str:
+    """`accelerate`'s mixed-precision mode for a resolved device and a recipe's `precision`: under `auto`, bf16 where
+    the GPU has it, else fp16, and none on the CPU; `fp32` none; `bf16` and `fp16` themselves, on a GPU only (the
+    zoo's CPU kernels, the numba layer norm and dropout and the packed attention, take float32 and float64)."""
+    if precision == "fp32":
+        return "no"
+    if precision in ("bf16", "fp16"):
+        if device == "cpu":
+            raise BenchbuildError(f"recipe key 'precision' = {precision!r} needs a GPU: on the CPU use fp32 or auto")
+        return precision
+    if precision != "auto":
+        raise BenchbuildError(f"unknown precision {precision!r}: choose auto, fp32, bf16 or fp16")
     if device == "cpu":
         return "no"
     import torch
@@ -83,8 +93,9 @@ def mixed_precision(device: str) -> str:
     return "bf16" if native else "fp16"
 
 
-def start_accelerator(spec: str):
-    """An `accelerate.Accelerator` on the device `spec` names, with mixed precision on GPUs.
+def start_accelerator(spec: str, precision: str = "auto"):
+    """An `accelerate.Accelerator` on the device `spec` names, with the mixed precision `precision` picks
+    (`mixed_precision`: under `auto`, mixed precision on GPUs only).
 
     One process alone: the device is resolved here (`cuda:N` becomes the current CUDA device) and `accelerate`'s
     per-process state is started afresh, so consecutive runs in one process (ensemble members) may use different
@@ -98,14 +109,14 @@ def start_accelerator(spec: str):
             raise BenchbuildError(f"--device {spec} under a distributed launcher would put every process on one GPU: "
                                   "use --device cuda (each process takes the GPU of its local rank) or auto")
         resolved = resolve_device(spec)
-        return Accelerator(cpu=resolved == "cpu", mixed_precision=mixed_precision(resolved))
+        return Accelerator(cpu=resolved == "cpu", mixed_precision=mixed_precision(resolved, precision))
     resolved = resolve_device(spec)
     if resolved != "cpu":
         import torch
 
         torch.cuda.set_device(int(resolved.split(":")[1]))
     AcceleratorState._reset_state(reset_partial_state=True)  # the state is per process; this run may move device
-    return Accelerator(cpu=resolved == "cpu", mixed_precision=mixed_precision(resolved))
+    return Accelerator(cpu=resolved == "cpu", mixed_precision=mixed_precision(resolved, precision))
 
 
 @contextmanager

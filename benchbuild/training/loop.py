@@ -209,7 +209,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         "benchmark": {name: split.fingerprint for name, split in info.splits.items()}, "seed": options.seed,
         "recipe_family": family, "validation": validation_name, "recipe": _recipe_identity(training_recipe),
     }
-    accelerator = start_accelerator(options.device)
+    accelerator = start_accelerator(options.device, training_recipe.precision)
     # Under `accelerate launch`, only the main process writes the run folder; the others wait until it is ready. A
     # change of selection rule is named before the identity is compared (under `last` it changes the validation too).
     if accelerator.is_main_process:
@@ -387,7 +387,7 @@ _OUTSIDE_IDENTITY = ("steps", "epochs", "select", "validate_by", "ties", "held_o
                      "architecture")
 # Keys added to the identity after run folders existed: at their default they stay out, so those folders resume.
 _ADDED_LATER = ("eval_every_epochs", "beam", "max_len_a", "max_len_b", "batch_tokens", "update_freq",
-                "dictionaries", "source_tokens", "target_tokens", "segment_source", "segment_target")
+                "dictionaries", "source_tokens", "target_tokens", "segment_source", "segment_target", "precision")
 
 
 def _recipe_identity(recipe: TrainingRecipe) -> dict[str, Any]:

@@ -25,6 +25,7 @@ ValidationMetric = Literal["exact_match", "loss", "bleu"]
 Dictionaries = Literal["joint", "separate"]
 TokenKind = Literal["word", "bpe"]
 Segmenter = Literal["jieba"]
+Precision = Literal["auto", "fp32", "bf16", "fp16"]
 
 
 _COUNTS = ("steps", "batch_size", "eval_every", "micro_batches", "length_groups", "eval_batch_size", "batch_tokens",
@@ -135,6 +136,11 @@ class TrainingRecipe:
     text. `segment_source` / `segment_target` = "jieba": that side is segmented into words with jieba before BPE
     (CoGnition's Chinese; needs `separate` and that side's `bpe`). `training.tokenization` says how each is built.
 
+    `precision`: the arithmetic of training on a GPU: `auto` (default) autocasts to bf16 where the GPU has bf16 units,
+    else to fp16; `fp32` trains in full precision (fairseq's default without `--fp16`/`--bf16`, what a paper that
+    names no mixed precision ran); `bf16` and `fp16` name the autocast type, on a GPU only. On the CPU `auto` is fp32.
+    Evaluation always decodes in fp32.
+
     `architecture` (`[recipe.mt.architecture]`): architecture keys this recipe's runs change, merged over the entry's
     `[architecture]` (and under `train`'s architecture overrides): the papers train bigger models on MT than on SCAN,
     and bigger still on the noun-adjective Europarl split (000 App. A.2).
@@ -173,6 +179,7 @@ class TrainingRecipe:
     beam: int = 1
     max_len_a: float = 0.0
     max_len_b: int | None = None
+    precision: Precision = "auto"
     architecture: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
