@@ -66,6 +66,7 @@ def test_the_jump_sweep_is_table3s_grid_for_the_transformer_and_sag_t5_on_addpri
     same = {(spec.model, spec.configuration, spec.seed) for spec in whole.runs
             if spec.model in ("transformer", "sag_t5") and spec.benchmark == "scan/addprim_jump"}
     assert {(spec.model, spec.configuration, spec.seed) for spec in jump.runs} == same
+    assert all(spec.overrides == {"precision": "fp32"} for spec in jump.runs)  # fairseq's float32 on a GPU too
 
 
 def test_the_fairseq_init_sweep_draws_both_models_as_fairseq_does_on_jump():
@@ -75,7 +76,7 @@ def test_the_fairseq_init_sweep_draws_both_models_as_fairseq_does_on_jump():
     sweep = load_sweep(ROOT / "pipelines" / "jump_fairseq_init.toml")
     assert sorted((spec.model, spec.seed) for spec in sweep.runs) == [(model, seed) for model in ("sag_t5", "transformer")
                                                                       for seed in (0, 1, 2)]
-    assert all(spec.benchmark == "scan/addprim_jump" and spec.overrides == {"architecture": {"init": "fairseq"}}
+    assert all(spec.benchmark == "scan/addprim_jump" and spec.overrides == {"architecture": {"init": "fairseq"}, "precision": "fp32"}
                for spec in sweep.runs)
     for model in ("transformer", "sag_t5"):  # both embed as fairseq does (TEU), which init = "fairseq" needs
         built = build_model(load_entry(model), vocab_size=16, pad_token_id=0, bos_token_id=1, eos_token_id=2,

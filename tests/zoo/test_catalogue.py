@@ -49,7 +49,11 @@ def test_a_variant_merges_its_tables_over_its_parents_key_by_key():
     sag, sag_t5 = load_entry("sag"), load_entry("sag_t5")
     parent = {key: value for key, value in transformer.recipes["scan"].items() if key != "steps"}
     assert sag.recipes["scan"] == {**parent, "epochs": 250, "learning_rate": 5e-4, "eval_every": 500,
-                                   "grad_clip": 1.0}  # 000's budget in epochs replaces 003's steps; its clip 1.0
+                                   "grad_clip": 1.0,  # 000's budget in epochs replaces 003's steps; its clip 1.0
+                                   "architecture": {"init": "fairseq"}}  # 000 §3: fairseq's initialisation
+    assert sag_t5.recipes["scan"] == sag.recipes["scan"]
+    assert transformer.recipes["scan_000"]["architecture"]["init"] == "fairseq"
+    assert "architecture" not in transformer.recipes["scan"]  # 003's recipe keeps the zoo's draw
     mt = transformer.recipes["mt"]
     assert sag.recipes["mt"] == {**mt, "architecture": {**mt["architecture"], "decoder_self_attention_gate": 1.0}}
     assert sag_t5.architecture == {**sag.architecture, "position": "t5_bias", "span": 4}  # two levels deep
