@@ -302,7 +302,7 @@ def _read(path: Path, extended_by: tuple[Path, ...] = ()) -> ModelEntry:
         parent = _read(_parent_path(own["extends"], path, extended_by), (*extended_by, path.resolve()))
         architecture = {**parent.architecture, **architecture}
         inherited = {family: recipe for family, recipe in parent.recipes.items() if not paper_recipe(family)}
-        recipes = {family: _merged_recipe(inherited.get(family, {}), recipes.get(family, {}))
+        recipes = {family: layered(inherited.get(family, {}), recipes.get(family, {}))
                    for family in {**inherited, **recipes}}
         fidelity = {**{family: table for family, table in parent.fidelity.items() if family in inherited},
                     **fidelity}
@@ -323,14 +323,6 @@ def _read(path: Path, extended_by: tuple[Path, ...] = ()) -> ModelEntry:
                                   f"have (it has: {', '.join(sorted(recipes)) or 'none'})")
     return ModelEntry(name=own["name"], paper=own["paper"], summary=own["summary"], architecture=architecture,
                       recipes=recipes, reported=reported, path=path, extends=own.get("extends"), fidelity=fidelity)
-
-
-def _merged_recipe(parent: dict, own: dict) -> dict:
-    """A variant's recipe table over its parent's, key by key, its `architecture` sub-table too."""
-    merged = layered(parent, own)
-    if "architecture" in parent or "architecture" in own:
-        merged["architecture"] = {**parent.get("architecture", {}), **own.get("architecture", {})}
-    return merged
 
 
 def resolved_architecture(entry: ModelEntry, family: str) -> dict:

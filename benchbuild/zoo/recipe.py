@@ -268,11 +268,15 @@ ALTERNATIVES = (("steps", "epochs"), ("eval_every", "eval_every_epochs"))
 
 
 def layered(below: Mapping[str, Any], above: Mapping[str, Any]) -> dict[str, Any]:
-    """`above`'s recipe keys over `below`'s, key by key, where a key of `ALTERNATIVES` in `above` drops its partner
-    from `below` (unless `above` gives both)."""
+    """`above`'s recipe keys over `below`'s, key by key (the `architecture` table's too: `--set
+    architecture={span=2}` keeps the recipe's other architecture keys), where a key of `ALTERNATIVES` in `above` drops
+    its partner from `below` (unless `above` gives both)."""
     dropped = {partner for pair in ALTERNATIVES for key, partner in (pair, pair[::-1])
                if key in above and partner not in above}
-    return {**{key: value for key, value in below.items() if key not in dropped}, **above}
+    merged = {**{key: value for key, value in below.items() if key not in dropped}, **above}
+    if "architecture" in below and "architecture" in above:  # a table of architecture keys, merged key by key too
+        merged["architecture"] = {**below["architecture"], **above["architecture"]}
+    return merged
 
 
 def paper_recipe(name: str) -> bool:

@@ -43,6 +43,27 @@ def two_paper_model(tiny_model, tmp_path):
     return path
 
 
+def test_set_architecture_adds_to_the_recipes_architecture_keys_instead_of_replacing_them(tiny_scan, sized_model,
+                                                                                        tmp_path):
+    """`--set architecture={...}` (a sweep's `[set] architecture`) goes over the recipe's table key by key: before,
+    it replaced the table, and 000's `scan_000` Transformer with `architecture={init="fairseq"}` lost its 4 + 4
+    layers (issue #33)."""
+    train(sized_model, tiny_scan, tmp_path / "run", device="cpu", progress=False, max_steps=1,
+          overrides={"architecture": {"d_model": 24}})
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert (config["d_ff"], config["d_model"]) == (48, 24)
+
+
+def test_000s_transformer_keeps_its_recipes_sizes_under_an_architecture_override():
+    from benchbuild.training.recipe import resolve_recipe
+    from benchbuild.zoo import load_entry
+
+    recipe = resolve_recipe(load_entry("transformer").recipes, "scan_000", {"architecture": {"span": 2}})
+    assert recipe.architecture == {"d_model": 128, "d_ff": 256, "num_heads": 8, "encoder_layers": 4,
+                                   "decoder_layers": 4, "dropout": 0.1, "attention_dropout": 0.1,
+                                   "activation_dropout": 0.0, "init": "fairseq", "span": 2}
+
+
 def test_a_run_takes_the_recipe_its_benchmarks_reported_number_was_made_with(tiny_scan, two_paper_model, tmp_path):
     train(two_paper_model, tiny_scan, tmp_path / "run", device="cpu", progress=False, max_steps=1)
     assert json.loads((tmp_path / "run" / "run.json").read_text())["recipe_family"] == "scan_000"
