@@ -84,6 +84,27 @@ def test_the_fairseq_init_sweep_draws_both_models_as_fairseq_does_on_jump():
         assert built.config.init == "fairseq"
 
 
+def test_the_fairseq_defaults_sweep_unties_and_separates_both_models_on_jump():
+    """Issue #33's next GPU candidate: fairseq's separate dictionaries and untied output layer on top of its draw."""
+    from benchbuild.training.recipe import resolve_recipe
+    from benchbuild.zoo import build_model, load_entry
+
+    sweep = load_sweep(ROOT / "pipelines" / "jump_fairseq_defaults.toml")
+    assert sorted((spec.model, spec.seed) for spec in sweep.runs) == [(model, seed) for model in ("sag_t5", "transformer")
+                                                                      for seed in (0, 1, 2)]
+    expected = {"architecture": {"init": "fairseq", "tie_output": False}, "dictionaries": "separate",
+                "precision": "fp32"}
+    assert all(spec.benchmark == "scan/addprim_jump" and spec.overrides == expected for spec in sweep.runs)
+    for model in ("transformer", "sag_t5"):  # 000's sizes (4 + 4 layers of width 128) stay under the override
+        entry = load_entry(model)
+        recipe = resolve_recipe(entry.recipes, "scan_000" if model == "transformer" else "scan", expected)
+        assert recipe.dictionaries == "separate"
+        built = build_model(entry, vocab_size=16, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                            overrides={**recipe.architecture, "source_vocab_size": 12})
+        assert (built.config.encoder_layers, built.config.decoder_layers, built.config.init) == (4, 4, "fairseq")
+        assert built.output_projection.weight.shape == (16, 128) and built.source_embedding is not None
+
+
 def test_the_table3_grid_has_000s_configurations_per_model():
     sweep = load_sweep(ROOT / "pipelines" / "table3_000.toml")
     assert sweep.configurations() == {"transformer": 24, "sag": 24, "sag_conv": 48, "sag_fixed_span": 24,

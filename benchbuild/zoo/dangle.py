@@ -46,7 +46,7 @@ from benchbuild.zoo.attention.memory import Memory
 from benchbuild.zoo.dropout import Dropout
 from benchbuild.zoo.layer_norm import LayerNorm
 from benchbuild.zoo.transformer import (SOURCE_SEGMENT, TARGET_SEGMENT, Attention, Stack, TokenEmbedding,
-                                        TransformerConfig, TransformerForSeq2Seq)
+                                        TransformerConfig, TransformerForSeq2Seq, output_projection)
 
 
 class DangleConfig(TransformerConfig):
@@ -187,6 +187,7 @@ class DangleForSeq2Seq(TransformerForSeq2Seq):
             self.value_stack = cross_boundary_stack(config, config.value_layers)
             self.value_norm = LayerNorm(config.d_model) if config.pre_norm else None
         self.decoder_stack = Stack(config, decoder=True)
+        self.output_projection = output_projection(config)
         self.post_init()
 
     @torch.no_grad()
@@ -258,7 +259,7 @@ class DangleForSeq2Seq(TransformerForSeq2Seq):
     def decode_states(self, target_states: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor,
                       memory_values: torch.Tensor | None = None) -> torch.Tensor:
         hidden = self.decoder_stack(target_states, None, memory=Memory(memory, memory_mask, memory_values))
-        return F.linear(hidden, self.embedding.weight)
+        return F.linear(hidden, self.output_weight)
 
     def reencoding_points(self, length: int) -> list[int]:
         return list(range(0, length, self.config.interval))

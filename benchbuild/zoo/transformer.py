@@ -25,6 +25,9 @@ Switches (all in `TransformerConfig`):
 - `fuse_attention`: FUSION's fuse-attention (004 §2.2) between the attention and feed-forward sub-layers of every
   layer: position i of layer l attends over that position's outputs of the l layers below (embedding included).
 - `pre_norm`: layer norm before each sub-layer (fairseq's `normalize_before`) instead of after it.
+- `tie_output`: True (the output layer's weight is the decoder's embedding table, fairseq
+  `--share-decoder-input-output-embed`) or False (an output projection of its own, d_model → vocabulary without bias:
+  fairseq's default, `TransformerDecoder.build_output_projection`, drawn N(0, d^-1/2) under `init = "fairseq"`).
 - `init`: "zoo" (every linear layer Glorot-uniform with zero bias, embeddings as `embedding_scale` says) or
   "fairseq" (as fairseq's Transformer, which 000 trained: embeddings N(0, d^-1/2) with the padding row zero
   (`Embedding` in fairseq/models/transformer.py), query/key/value projections Glorot-uniform with gain 1/√2 and
@@ -90,7 +93,7 @@ class TransformerConfig(ZooConfig):
                  position: str = "absolute", embedding_scale: str = "teu", universal: bool = False,
                  encoder_self_attention_gate: float | None = None, decoder_self_attention_gate: float | None = None,
                  mixer: str = "attention", span: int = 4, fuse_attention: bool = False, pre_norm: bool = False,
-                 max_relative_position: int = 16, init: str = "zoo", **kwargs):
+                 max_relative_position: int = 16, init: str = "zoo", tie_output: bool = True, **kwargs):
         check_choice("transformer", "position", position, POSITIONS)
         check_choice("transformer", "init", init, INITS)
         if init == "fairseq" and embedding_scale != "teu":
@@ -117,13 +120,18 @@ class TransformerConfig(ZooConfig):
         self.mixer, self.span, self.fuse_attention, self.pre_norm = mixer, span, fuse_attention, pre_norm
         self.max_relative_position = max_relative_position
         self.init = init
+        if not isinstance(tie_output, bool):
+            raise BenchbuildError(f"transformer: tie_output = {tie_output!r} must be true or false")
+        self.tie_output = tie_output
         super().__init__(**kwargs)
 
 
 class TransformerForSeq2Seq(ZooSeq2SeqModel):
-    """The zoo's Transformer: shared embeddings, tied output layer, switches from `TransformerConfig`.
+    """The zoo's Transformer: shared embeddings, tied output layer (unless `tie_output` is off), switches from
+    `TransformerConfig`.
 
-    `embedding` embeds decoder inputs and is the output layer's weight; it embeds the sources too, unless the config
+    `embedding` embeds decoder inputs and is the output layer's weight (`output_projection`, of its own, when the
+    config unties them); it embeds the sources too, unless the config
     has separate dictionaries (`source_vocab_size`): then `source_embedding`, of the source vocabulary, does (fairseq
     `--share-decoder-input-output-embed` without `--share-all-embeddings`, as mswellhao/Dangle run_react.sh and
     yafuly/CoGnition scripts/train.sh train). Both combine words with positions alike (`TokenEmbedding`).
@@ -140,7 +148,13 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
         self.embedding_dropout = Dropout(config.input_dropout)
         self.encoder_stack = Stack(config, decoder=False)
         self.decoder_stack = Stack(config, decoder=True)
+        self.output_projection = output_projection(config)
         self.post_init()
+
+    @property
+    def output_weight(self) -> torch.Tensor:
+        """The output layer's weight (vocabulary × d_model): the decoder's embedding table, or the untied projection."""
+        return self.embedding.weight if self.output_projection is None else self.output_projection.weight
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -179,7 +193,7 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
         start = cache.get_seq_length() if cache is not None else 0
         hidden = self.decoder_stack(self.embedding_dropout(self.embedding(decoder_input_ids, start)), None,
                                     cache=cache, memory=Memory(memory, memory_mask, memory_values))
-        return F.linear(hidden, self.embedding.weight)
+        return F.linear(hidden, self.output_weight)
 
     def grouped_logits(self, length_groups: list[dict[str, torch.Tensor]]) -> torch.Tensor:
         """Teacher-forced logits of the real target positions of a batch given as length groups, each a dict of its
@@ -195,7 +209,7 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
                                     None, memory=Memory(memory, layout=batch.memory), layout=batch.targets)
         if batch.real_targets is not None:
             hidden = hidden[batch.real_targets]
-        return F.linear(hidden, self.embedding.weight)
+        return F.linear(hidden, self.output_weight)
 
     def _packs(self, length_groups: list[dict[str, torch.Tensor]]) -> bool:
         """Whether every attention of this model runs in the packed kernel for this batch (no convolution, no
@@ -551,6 +565,14 @@ class SelfAttentionGate(nn.Module):
         return x * torch.sigmoid(self.beta).to(x.dtype)
 
 
+def output_projection(config: TransformerConfig) -> nn.Linear | None:
+    """The untied output layer (`tie_output = False`): d_model → vocabulary, no bias (fairseq
+    `TransformerDecoder.build_output_projection` without `--share-decoder-input-output-embed`); None when tied."""
+    if getattr(config, "tie_output", True):
+        return None
+    return _with_role(nn.Linear(config.d_model, config.vocab_size, bias=False), "output_embedding")
+
+
 def _with_role(linear: nn.Linear, role: str) -> nn.Linear:
     """`linear` marked with how `init = "fairseq"` draws it (`_fairseq_linear`)."""
     linear.fairseq_role = role
@@ -559,10 +581,13 @@ def _with_role(linear: nn.Linear, role: str) -> nn.Linear:
 
 def _fairseq_linear(linear: nn.Linear, role: str) -> None:
     """fairseq's initialisation of a linear layer by its role: an attention "projection" (query, key, value:
-    Glorot-uniform, gain 1/√2), an attention "output" (Glorot-uniform, zero bias), or a "feed_forward" layer
-    (PyTorch's own `nn.Linear` init: Kaiming-uniform with a = √5, i.e. U(±1/√fan_in)). Biases fairseq does not redraw
-    keep PyTorch's U(±1/√fan_in)."""
-    if role == "projection":
+    Glorot-uniform, gain 1/√2), an attention "output" (Glorot-uniform, zero bias), a "feed_forward" layer
+    (PyTorch's own `nn.Linear` init: Kaiming-uniform with a = √5, i.e. U(±1/√fan_in)), or the untied
+    "output_embedding" (N(0, d^-1/2), `build_output_projection`). Biases fairseq does not redraw keep PyTorch's
+    U(±1/√fan_in)."""
+    if role == "output_embedding":
+        init.normal_(linear.weight, mean=0.0, std=linear.in_features ** -0.5)
+    elif role == "projection":
         init.xavier_uniform_(linear.weight, gain=1 / math.sqrt(2))
     elif role == "output":
         init.xavier_uniform_(linear.weight)
@@ -570,7 +595,7 @@ def _fairseq_linear(linear: nn.Linear, role: str) -> None:
         init.kaiming_uniform_(linear.weight, a=math.sqrt(5))
     if role == "output":
         init.zeros_(linear.bias)
-    else:
+    elif linear.bias is not None:
         bound = 1 / math.sqrt(linear.in_features)
         init.uniform_(linear.bias, -bound, bound)
 
