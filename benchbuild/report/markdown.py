@@ -1,5 +1,6 @@
 """The report as Markdown (`PREFIX.md`, and what `benchbuild report` prints): the table of model × benchmark split ×
-metric, with the paper's number beside ours where the runs were made as it was; the published numbers they were not
+metric, ours with its 95% confidence interval (`ReportRow.interval`: the t-interval over seeds, else the run's bootstrap
+over its test rows), the paper's number beside ours where the runs were made as it was; the published numbers they were not
 made as, apart, each with what differs; the numbered notes; and the references of the papers cited. Its last column
 gives each headline row's test against the best of its column, `*` where the difference is significant
 (`significance.LEGEND`, stated under the table)."""
@@ -22,9 +23,9 @@ def markdown_table(rows: Sequence[ReportRow]) -> str:
     """The table; the published numbers our runs do not compare with; the notes (a model's `[n]` where its recipe
     differs from the paper, a paper number's where it is another model's); the references."""
     rows = list(rows)
-    lines = ["| model | benchmark | split | metric | runs (seeds) | ours: mean ± s.e. | ours: as the paper | paper | "
-             "paper's statistic | source | compared with the paper | select | against the best |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| model | benchmark | split | metric | runs (seeds) | ours: mean ± s.e. | ours: 95% CI | ours: as the paper | "
+             "paper | paper's statistic | source | compared with the paper | select | against the best |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     notes = Footnotes()
     for row in rows:
         model = row.model + _marker(notes.mark(row.recipe_note))
@@ -37,7 +38,8 @@ def markdown_table(rows: Sequence[ReportRow]) -> str:
             paper = f"{row.paper:g}" + _marker(notes.mark(row.paper_note))
             statistic, source = statistic_in_words(row.reported), row.source
         lines.append(f"| {model} | {row.benchmark} | {row.split} | {row.metric} | "
-                     f"{len(row.values)} ({seeds}) | {row.mean:.2f}{error} | {as_paper} | {paper} | {statistic} | "
+                     f"{len(row.values)} ({seeds}) | {row.mean:.2f}{error} | {_interval(row)} | {as_paper} | {paper} | "
+                     f"{statistic} | "
                      f"{source} | {row.comparison_words} | {row.select} | "
                      f"{'' if row.against_best is None else row.against_best.words} |")
     if any(row.against_best is not None for row in rows):
@@ -57,6 +59,15 @@ def markdown_table(rows: Sequence[ReportRow]) -> str:
     if papers:
         lines += ["", "## References", "", *(f"- {paper.in_text}: {paper.citation()}" for paper in papers)]
     return "\n".join(lines) + "\n"
+
+
+def _interval(row: ReportRow) -> str:
+    """`[low, high]: how it was made` (over seeds, or the run's bootstrap over its test rows); empty without one."""
+    found = row.interval
+    if found is None:
+        return ""
+    (low, high), basis = found
+    return f"[{low:.2f}, {high:.2f}]: {basis}"
 
 
 def _marker(number: int | None) -> str:

@@ -83,6 +83,15 @@ def latex_line(texts: dict[str, str], model: str) -> str:
     return next(line for line in texts[".tex"].splitlines() if line.startswith(model.replace("_", "\\_") + " &"))
 
 
+def markdown_cells(texts: dict[str, str], model: str, metric: str = "exact_match") -> dict[str, str]:
+    """The Markdown table's row of `model` and `metric`, by column heading."""
+    lines = texts[".md"].splitlines()
+    header = next(line for line in lines if line.startswith("| model | benchmark |"))
+    cells = (dict(zip((cell.strip() for cell in header.split("|")), (cell.strip() for cell in line.split("|"))))
+             for line in lines if line.startswith(f"| {model} | "))
+    return next(row for row in cells if row["metric"] == metric)
+
+
 def html_row(texts: dict[str, str], model: str) -> str:
     return next(row for row in texts[".html"].split("<tr>") if f'data-sort="{model}"' in row)
 
@@ -94,6 +103,9 @@ def test_one_runs_csv_row_carries_its_bootstrap_interval_over_the_test_rows(runs
     assert recorded[0] < recorded[1], "a fixture whose interval has a width"
     assert [float(row["ci_low"]), float(row["ci_high"])] == pytest.approx(recorded, abs=1e-4)
     assert row["ci_basis"] == "bootstrap over the test rows (the run's metrics.json)"
+    cells = markdown_cells(texts, "tiny_trained")  # the table printed and written as Markdown carries it too
+    assert cells["ours: 95% CI"] == (f"[{recorded[0]:.2f}, {recorded[1]:.2f}]: bootstrap over the test rows "
+                                     "(the run's metrics.json)")
 
 
 def test_a_clearly_worse_model_gets_compares_p_value_and_is_marked_significant(runs, tmp_path):
@@ -159,6 +171,8 @@ def test_two_seeds_each_are_tested_over_seeds_as_compare_does(runs, tmp_path):
     assert (float(best["ci_low"]), float(best["ci_high"])) == pytest.approx(
         student.interval(0.95, 1, loc=mean, scale=error), abs=1e-4)
     assert best["ci_basis"] == "t-interval of the mean over 2 seeds"
+    low, high = student.interval(0.95, 1, loc=mean, scale=error)
+    assert markdown_cells(texts, "tiny_trained")["ours: 95% CI"] == f"[{low:.2f}, {high:.2f}]: t-interval of the mean over 2 seeds"
     assert worse["test_vs_best"].startswith("Welch's t-test over seeds against tiny_trained (2 seeds of tiny_trained")
     assert float(worse["p_vs_best"]) == pytest.approx(
         printed_p(tmp_path / "runs" / runs.trained.name, tmp_path / "runs" / runs.untrained.name,
