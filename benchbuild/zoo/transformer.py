@@ -568,7 +568,7 @@ class SelfAttentionGate(nn.Module):
 def output_projection(config: TransformerConfig) -> nn.Linear | None:
     """The untied output layer (`tie_output = False`): d_model → vocabulary, no bias (fairseq
     `TransformerDecoder.build_output_projection` without `--share-decoder-input-output-embed`); None when tied."""
-    if getattr(config, "tie_output", True):
+    if config.tie_output:
         return None
     return _with_role(nn.Linear(config.d_model, config.vocab_size, bias=False), "output_embedding")
 
