@@ -276,6 +276,9 @@ def test_the_report_names_the_configuration_the_rule_picks_with_its_mean(grid_sw
         for label in order:
             shown = f"**{label}**" if label == best else label
             assert f"| {model} | scan/copy | test | exact match | {shown} | 2 (0, 1) |" in grid_part
+        # Each row ends with its 95% interval over 2 seeds (values: tests/report/test_report_grid_intervals.py).
+        assert grid_part.count(f"| {model} | scan/copy | test | exact match |") == 1 + len(order)
+    assert grid_part.count(": t-interval of the mean over 2 seeds |") == 2 + 4
     latex = report.with_suffix(".tex").read_text(encoding="utf-8")
     assert "rule `best\\_mean`" in latex
     for model, (best, mean, _) in picks.items():

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 from benchbuild.papers import PAPERS
 from benchbuild.report.csv_table import COLUMNS, csv_fields
 from benchbuild.report.headline import metric_name, metric_rank, primary_metric
+from benchbuild.report.markdown import interval_text
 from benchbuild.report.rows import ReportRow, build_report
 
 if TYPE_CHECKING:
@@ -153,6 +154,12 @@ def _mean(row: ReportRow) -> str:
     return f"{row.mean:.2f}" + ("" if row.standard_error is None else f" ± {row.standard_error:.2f}")
 
 
+def _bounds(row: ReportRow) -> str:
+    """`[low, high]`, the 95% confidence interval of the row's mean (`ReportRow.interval`); "" without one."""
+    found = row.interval
+    return "" if found is None else f"[{found[0][0]:.2f}, {found[0][1]:.2f}]"
+
+
 def _seeds(row: ReportRow) -> str:
     return f"{len(row.values)} ({', '.join(map(str, row.seeds))})"
 
@@ -169,22 +176,23 @@ def markdown_grid(grid: Grid) -> str:
     """Two Markdown tables: the picked configuration of each model × benchmark split beside the paper's number,
     then every configuration's mean (the picked one marked), under the rule in words."""
     lines = ["", "## Hyperparameter grid", "", grid.rule_text, "",
-             "| model | benchmark | split | metric | best configuration | runs (seeds) | ours: mean ± s.e. | paper | "
-             "source |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| model | benchmark | split | metric | best configuration | runs (seeds) | ours: mean ± s.e. | "
+             "ours: 95% CI | paper | source |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for cell in grid.searched:
         row = cell.row(cell.best)
         lines.append(f"| {cell.model} | {cell.benchmark} | {cell.split} | {metric_name(cell.metric)} | "
-                     f"{cell.best.label} | {_seeds(row)} | {_mean(row)} | {_paper(row)} | "
+                     f"{cell.best.label} | {_seeds(row)} | {_mean(row)} | {interval_text(row)} | {_paper(row)} | "
                      f"{row.source if row.paper is not None else ''} |")
     lines += ["", "Every configuration (the rule's pick in bold):", "",
-              "| model | benchmark | split | metric | configuration | runs (seeds) | mean ± s.e. |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+              "| model | benchmark | split | metric | configuration | runs (seeds) | mean ± s.e. | 95% CI |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for cell in grid.searched:
         for configuration in cell.configurations:
             row = cell.row(configuration)
             mark = "**" if configuration is cell.best else ""
             lines.append(f"| {cell.model} | {cell.benchmark} | {cell.split} | {metric_name(cell.metric)} | "
-                         f"{mark}{configuration.label}{mark} | {_seeds(row)} | {mark}{_mean(row)}{mark} |")
+                         f"{mark}{configuration.label}{mark} | {_seeds(row)} | {mark}{_mean(row)}{mark} | "
+                         f"{interval_text(row)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -210,7 +218,7 @@ def csv_grid(grid: Grid) -> str:
 def latex_grid(grid: Grid) -> str:
     """A second booktabs `tabular`: the configuration the rule picked per model × benchmark split, its mean and the
     paper's number, the rule in its last row (every configuration's mean is in the CSV, Markdown and HTML)."""
-    from benchbuild.report.latex import MISSING, cite, escape, ours
+    from benchbuild.report.latex import MISSING, cite, escape, interval, ours
 
     lines = ["", "\\medskip", "% The grid's picks (`benchbuild report`).", "\\begin{tabular}{lllrr}", "\\toprule",
              "Model & Benchmark (split) & Best configuration & Ours & Paper \\\\", "\\midrule"]
@@ -219,8 +227,9 @@ def latex_grid(grid: Grid) -> str:
         paper = (MISSING if row.paper is None else f"${row.paper:g}$ {cite(row.paper_source)}" if row.comparable
                  else "n.c.")
         lines.append(f"{escape(cell.model)} & {escape(cell.benchmark)} ({escape(cell.split)}) & "
-                     f"\\texttt{{{escape(cell.best.label)}}} & {ours(row)} & {paper} \\\\")
+                     f"\\texttt{{{escape(cell.best.label)}}} & {ours(row)}{interval(row)} & {paper} \\\\")
     lines += ["\\bottomrule", f"\\multicolumn{{5}}{{p{{0.9\\linewidth}}}}{{\\footnotesize {escape(grid.rule_text)} "
+              "Ours: mean $\\pm$ standard error over seeds, in brackets its 95\\% confidence interval. "
               "n.c.: not compared, our runs were not made as the paper's number was (the first table's notes say "
               "what differs).} \\\\", "\\end{tabular}"]
     return "\n".join(lines) + "\n"
@@ -234,9 +243,10 @@ def html_grid(grid: Grid) -> dict[str, Any]:
         best = cell.row(cell.best)
         cells.append({
             "model": cell.model, "benchmark": cell.benchmark, "split": cell.split, "metric": metric_name(cell.metric),
-            "best": cell.best.label, "mean": _mean(best), "seeds": _seeds(best),
+            "best": cell.best.label, "mean": _mean(best), "ci": _bounds(best), "seeds": _seeds(best),
             "paper": _paper(best) or "—", "paper_source": best.source if best.paper is not None else "",
-            "configurations": [{"label": c.label, "mean": _mean(cell.row(c)), "seeds": _seeds(cell.row(c)),
+            "configurations": [{"label": c.label, "mean": _mean(cell.row(c)), "ci": _bounds(cell.row(c)),
+                                "seeds": _seeds(cell.row(c)),
                                 "sort": round(cell.row(c).mean, 6), "best": c is cell.best}
                                for c in cell.configurations]})
     return {"rule": grid.rule_text, "cells": cells}

@@ -1,11 +1,12 @@
 """The report as LaTeX booktabs tables, ready to `\\input` inside a `table` float: one row per model, per headline
-column our mean ± standard error over seeds, then (where the paper reports a number) our runs summarised by the
-paper's statistic and the paper's number, where our runs were made as it was, its source cited with natbib's
-`\\citet` (the entries are in `PREFIX.bib`, `bibtex_file`); a number our runs were not made as reads "n.c." there,
-its note says what differs, and a second table lists those published numbers apart. Numbered notes under the table
-say what each "As paper" cell is, where a model's recipe differs from its paper and where a paper's number is another
-model's; an Ours cell that differs significantly from the best of its column carries `significance.MARK`, stated with
-the level and the tests in a row of its own, and a note where no test could be run."""
+column our mean ± standard error over seeds with its 95% confidence interval, then (where the paper reports a
+number) our runs summarised by the paper's statistic and the paper's number, where our runs were made as it was, its
+source cited with natbib's `\\citet` (the entries are in `PREFIX.bib`, `bibtex_file`); a number our runs were not
+made as reads "n.c." there, its note says what differs, and a second table lists those published numbers apart.
+Numbered notes under the table say what each "As paper" cell is, where a model's recipe differs from its paper and
+where a paper's number is another model's; an Ours cell that differs significantly from the best of its column
+carries `significance.MARK`, stated with the level and the tests in a row of its own, and a note where no test could
+be run."""
 
 from __future__ import annotations
 
@@ -36,6 +37,16 @@ def ours(row: ReportRow | None) -> str:
     if row.standard_error is None:
         return f"${row.mean:.2f}$"
     return f"${row.mean:.2f} \\pm {row.standard_error:.2f}$"
+
+
+def interval(row: ReportRow | None) -> str:
+    """` {\\scriptsize $[low, high]$}`: the 95% confidence interval of the Ours cell's mean (`ReportRow.interval`: the
+    t-interval over seeds, else the one run's bootstrap over its test rows), set after it; "" without one."""
+    found = None if row is None else row.interval
+    if found is None:
+        return ""
+    (low, high), _ = found
+    return f" {{\\scriptsize $[{low:.2f}, {high:.2f}]$}}"
 
 
 def as_paper(row: ReportRow | None) -> str:
@@ -135,13 +146,15 @@ def latex_table(rows: Sequence[ReportRow], bibliography: str = "") -> str:
         for row, w in zip(of_model, widths):
             by_paper = None if row is None else row.by_paper_statistic
             words = None if by_paper is None else by_paper.words
-            ours_cell = ours(row) + significance_mark(row, notes)
+            ours_cell = ours(row) + significance_mark(row, notes) + interval(row)
             row_cells += [ours_cell, as_paper(row) + note_marks(notes.mark(words)), paper(row)] if w == 3 else \
                 [ours_cell, paper(row)]
         lines.append(" & ".join(row_cells) + " \\\\")
     lines.append("\\bottomrule")
-    lines.append(f"\\multicolumn{{{width}}}{{l}}{{\\footnotesize Ours: mean $\\pm$ standard error over seeds "
-                 f"(no $\\pm$: one seed); {MISSING}: no number.}} \\\\")
+    lines.append(f"\\multicolumn{{{width}}}{{p{{0.9\\linewidth}}}}{{\\footnotesize Ours: mean $\\pm$ standard "
+                 "error over seeds (no $\\pm$: one seed), then in brackets its 95\\% confidence interval: the "
+                 f"t-interval over seeds, or for one seed the bootstrap over its test rows; {MISSING}: no number.}} "
+                 "\\\\")
     if any(row.against_best is not None for row in rows if Column.of(row) in shown):
         lines.append(f"\\multicolumn{{{width}}}{{p{{0.9\\linewidth}}}}{{\\footnotesize {note_text(LEGEND)}}} \\\\")
     if reported & shown:

@@ -38,8 +38,8 @@ def markdown_table(rows: Sequence[ReportRow]) -> str:
             paper = f"{row.paper:g}" + _marker(notes.mark(row.paper_note))
             statistic, source = statistic_in_words(row.reported), row.source
         lines.append(f"| {model} | {row.benchmark} | {row.split} | {row.metric} | "
-                     f"{len(row.values)} ({seeds}) | {row.mean:.2f}{error} | {_interval(row)} | {as_paper} | {paper} | "
-                     f"{statistic} | "
+                     f"{len(row.values)} ({seeds}) | {row.mean:.2f}{error} | {interval_text(row)} | {as_paper} | "
+                     f"{paper} | {statistic} | "
                      f"{source} | {row.comparison_words} | {row.select} | "
                      f"{'' if row.against_best is None else row.against_best.words} |")
     if any(row.against_best is not None for row in rows):
@@ -61,7 +61,7 @@ def markdown_table(rows: Sequence[ReportRow]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _interval(row: ReportRow) -> str:
+def interval_text(row: ReportRow) -> str:
     """`[low, high]: how it was made` (over seeds, or the run's bootstrap over its test rows); empty without one."""
     found = row.interval
     if found is None:

@@ -28,9 +28,11 @@ def unescape(latex: str) -> str:
     return latex.replace("\\_", "_")
 
 
-def latex_cells(text: str, label: str = "Ours") -> dict[tuple[str, str, str, str], tuple[float, float | None]]:
-    """(model, benchmark, split, metric name) -> (number, its ± part) of every cell under sub-heading `label` ("Ours":
-    mean and standard error; "As paper": the paper's statistic and its spread) of the table."""
+def latex_cells(text: str, label: str = "Ours") -> dict[tuple[str, str, str, str],
+                                                         tuple[float, float | None, tuple[float, float] | None]]:
+    """(model, benchmark, split, metric name) -> (number, its ± part, the bracketed interval after it) of every cell
+    under sub-heading `label` ("Ours": mean, standard error and 95% CI; "As paper": the paper's statistic and its
+    spread) of the table."""
     lines = text.splitlines()
     top = lines.index("\\toprule")
     groups, metrics = [], []  # per table column after the model's
@@ -43,10 +45,12 @@ def latex_cells(text: str, label: str = "Ours") -> dict[tuple[str, str, str, str
     for line in lines[lines.index("\\midrule") + 1:lines.index("\\bottomrule")]:
         parts = [part.strip() for part in line.removesuffix("\\\\").split(" & ")]
         for index, (benchmark, split) in enumerate(groups):
-            found = re.fullmatch(r"\$(-?[\d.]+)(?: \\pm ([\d.]+))?\$(?:\\textsuperscript\{[\d,]+\})?", parts[1 + index])
+            found = re.fullmatch(r"\$(-?[\d.]+)(?: \\pm ([\d.]+))?\$(?:\\textsuperscript\{[\d,]+\})?"
+                                 r"(?: \{\\scriptsize \$\[(-?[\d.]+), (-?[\d.]+)\]\$\})?", parts[1 + index])
             if labels[index] == label and found:
                 cells[(unescape(parts[0]), benchmark, split, metrics[index])] = (
-                    float(found.group(1)), None if found.group(2) is None else float(found.group(2)))
+                    float(found.group(1)), None if found.group(2) is None else float(found.group(2)),
+                    None if found.group(3) is None else (float(found.group(3)), float(found.group(4))))
     return cells
 
 
@@ -74,19 +78,24 @@ def test_the_latex_table_holds_the_csv_numbers_at_two_decimals(full_report):
     table = {(r["model"], r["benchmark"], r["split"], names.get(r["metric"], r["metric"])): r
              for r in read_csv(prefix.with_suffix(".csv"))}
     assert cells, "no number parsed from the LaTeX table"
-    for key, (mean, error) in cells.items():
+    for key, (mean, error, interval) in cells.items():
         row = table[key]
         assert mean == pytest.approx(float(row["mean"]), abs=0.005 + 1e-9), key
         if row["standard_error"]:
             assert error == pytest.approx(float(row["standard_error"]), abs=0.005 + 1e-9), key
         else:
             assert error is None, key
+        if row["ci_low"]:  # the 95% CI after it, as the CSV's bounds
+            assert interval == pytest.approx((float(row["ci_low"]), float(row["ci_high"])), abs=0.005 + 1e-9), key
+        else:
+            assert interval is None, key
+    assert any(interval is not None and interval[0] < interval[1] for _, _, interval in cells.values())
     # The headline numbers are all there: exact match on SCAN, BLEU on ReaCT, BLEU and COMP (reported) on nounadj.
     assert {key[2:] for key in cells} >= {("test", "exact match"), ("cg_test", "BLEU"), ("test", "COMP")}
     # Beside each paper number, ours by the paper's statistic (the catalogue's default: a mean, no spread).
     as_paper = latex_cells(prefix.with_suffix(".tex").read_text(encoding="utf-8"), "As paper")
     assert set(as_paper) == {key for key, row in table.items() if (row["paper"] or row["published"]) and key in cells}
-    for key, (value, spread) in as_paper.items():
+    for key, (value, spread, _) in as_paper.items():
         assert value == pytest.approx(float(table[key]["ours_by_paper_statistic"]), abs=0.005 + 1e-9), key
         assert spread is None and table[key]["ours_statistic"].startswith("mean of "), key
 
