@@ -105,6 +105,32 @@ def test_the_fairseq_defaults_sweep_unties_and_separates_both_models_on_jump():
         assert built.output_projection.weight.shape == (16, 128) and built.source_embedding is not None
 
 
+def test_the_jump_batching_sweep_cuts_000s_train_rows_into_fairseqs_58_batches_an_epoch(shared_data):
+    """pipelines/jump_fairseq_batching.toml: on the canonical addprim_jump train file (14,670 rows), batches of 256
+    rows in length order (the last 78), 58 an epoch, so 250 epochs are fairseq's 14,500 updates."""
+    from benchbuild.training.batching import TokenBatches, encode_rows
+    from benchbuild.training.recipe import planned_steps, resolve_recipe
+    from benchbuild.training.tokenization import build_tokenizer
+    from benchbuild.zoo import load_entry
+
+    sweep = load_sweep(ROOT / "pipelines" / "jump_fairseq_batching.toml")
+    assert sorted((spec.model, spec.seed) for spec in sweep.runs) == [
+        (model, seed) for model in ("sag_t5", "transformer") for seed in (0, 1, 2)]
+    assert all(spec.overrides == {"batch_tokens": 12544, "precision": "fp32"} for spec in sweep.runs)
+    lines = (shared_data / "scan" / "add_prim_split" / "tasks_train_addprim_jump.txt").read_text().splitlines()
+    rows = [dict(zip(("source", "target"), line.removeprefix("IN: ").split(" OUT: "))) for line in lines]
+    tokenizer = build_tokenizer([text for row in rows for text in (row["source"], row["target"])], "word", None)
+    encoded = encode_rows(tokenizer, rows)
+    for model, family in (("sag_t5", "scan"), ("transformer", "scan_000")):
+        recipe = resolve_recipe(load_entry(model).recipes, family, sweep.runs[0].overrides)
+        assert (recipe.batch_size, recipe.batch_tokens, recipe.epochs, recipe.select) == (256, 12544, 250, "last")
+        batches = TokenBatches.pack(encoded, recipe.batch_tokens, recipe.batch_size, seed=0)
+        sizes = [len(batches.batch(number)) for number in range(len(batches))]
+        assert (len(rows), len(batches), sizes[:-1], sizes[-1]) == (14670, 58, [256] * 57, 78)
+        assert planned_steps(recipe, {"train": len(rows)}, token_batches=len(batches)) == 14500
+        assert planned_steps(resolve_recipe(load_entry(model).recipes, family), {"train": len(rows)}) == 14327
+
+
 def test_the_table3_grid_has_000s_configurations_per_model():
     sweep = load_sweep(ROOT / "pipelines" / "table3_000.toml")
     assert sweep.configurations() == {"transformer": 24, "sag": 24, "sag_conv": 48, "sag_fixed_span": 24,

@@ -47,6 +47,7 @@ class RunProtocol:
     select: str  # `selection_rule`: "last", "best_validation by bleu"
     split_rows: Mapping[str, int]  # rows per split of the benchmark it trained on
     validation: str | None  # the split it validated on, or how it held rows out
+    token_batches: int | None = None  # `token_batches_per_epoch`: the token batches of an epoch, where it had them
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> RunProtocol:
@@ -56,7 +57,7 @@ class RunProtocol:
                    record.get("stopped_by"), selection_rule(record),
                    {name: int(split["rows"]) for name, split in splits.items()
                     if isinstance(split, dict) and "rows" in split},
-                   record.get("validation"))
+                   record.get("validation"), record.get("token_batches_per_epoch"))
 
 
 @dataclass(frozen=True)
@@ -99,17 +100,17 @@ class PaperProtocol:
 
     def steps_on(self, run: RunProtocol) -> int | None:
         """The paper's recipe's step budget on the benchmark `run` trained on (`epochs` count that benchmark's
-        rows); None when the run's record lacks the rows an epoch budget needs."""
+        rows, or the run's token batches); None when the run's record lacks what an epoch budget needs."""
         from benchbuild.training.recipe import planned_steps
 
         if self.recipe is None:
             return None
         if self.recipe.epochs is None:
             return self.recipe.steps
-        if "train" not in run.split_rows:
+        if "train" not in run.split_rows or (self.recipe.batch_tokens is not None and run.token_batches is None):
             return None
         validation = run.validation if run.validation in run.split_rows else None
-        return planned_steps(self.recipe, run.split_rows, validation)
+        return planned_steps(self.recipe, run.split_rows, validation, run.token_batches)
 
 
 @dataclass

@@ -255,8 +255,8 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[Estimate]:
     from benchbuild import zoo
     from benchbuild.benchmark import load_splits, read_build_info
     from benchbuild.sweep.spec import budget_recipe
-    from benchbuild.training.loop import RunOptions, prepare, step, validate_and_checkpoint
-    from benchbuild.training.recipe import planned_steps, validation_interval
+    from benchbuild.training.loop import RunOptions, prepare, step, token_batches_per_epoch, validate_and_checkpoint
+    from benchbuild.training.recipe import epoch_in_token_batches, planned_steps, validation_interval
     from benchbuild.zoo.decoding import decoding_limit, generate_predictions, length_rule
 
     @functools.cache
@@ -267,15 +267,25 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[Estimate]:
     def recipe_of(model: str, benchmark: str, recipe: str | None, overrides: str):
         return budget_recipe(model, benchmark, recipe, json.loads(overrides))
 
+    @functools.cache
+    def per_epoch(model: str, benchmark: str, recipe: str | None, overrides: str, data: str) -> int | None:
+        """Token batches an epoch where the recipe counts epochs of them (seed 0's: an estimate), else None."""
+        resolved = recipe_of(model, benchmark, recipe, overrides)
+        return token_batches_per_epoch(data, resolved) if epoch_in_token_batches(resolved) else None
+
+    def recipe_and_batches(spec):
+        key = (spec.model, spec.benchmark, spec.recipe, json.dumps(spec.overrides, sort_keys=True))
+        return recipe_of(*key), per_epoch(*key, str(spec.data))
+
     def budget(spec) -> int:
         if spec.max_steps is not None:
             return spec.max_steps
-        recipe = recipe_of(spec.model, spec.benchmark, spec.recipe, json.dumps(spec.overrides, sort_keys=True))
-        return planned_steps(recipe, split_rows(spec.data))
+        recipe, batches = recipe_and_batches(spec)
+        return planned_steps(recipe, split_rows(spec.data), token_batches=batches)
 
     def validations(spec) -> int:
-        recipe = recipe_of(spec.model, spec.benchmark, spec.recipe, json.dumps(spec.overrides, sort_keys=True))
-        return math.ceil(budget(spec) / validation_interval(recipe, split_rows(spec.data)))
+        recipe, batches = recipe_and_batches(spec)
+        return math.ceil(budget(spec) / validation_interval(recipe, split_rows(spec.data), token_batches=batches))
 
     def weights(spec, tokenizer) -> int:
         recipe = recipe_of(spec.model, spec.benchmark, spec.recipe, json.dumps(spec.overrides, sort_keys=True))

@@ -28,8 +28,8 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indices, by_length, collate, encode_rows,
                                           micro_batches)
 from benchbuild.training.model_card import write_model_card
-from benchbuild.training.recipe import (TrainingRecipe, default_recipe, planned_steps, resolve_recipe,
-                                        validation_interval)
+from benchbuild.training.recipe import (TrainingRecipe, default_recipe, epoch_in_token_batches, planned_steps,
+                                        resolve_recipe, validation_interval)
 from benchbuild.outputs import check_output
 from benchbuild.run_folder import (RUN_FILE, append_log, benchmark_fingerprint, claim, clear, device_record,
                                    entry_record, environment, mark_failed, open_run, portable_path, read_run,
@@ -191,10 +191,10 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         raise BenchbuildError(f"{data} has no train split (splits: {', '.join(splits)})")
     _check_dictionaries(entry, training_recipe)
     split_rows = {name: split.rows for name, split in info.splits.items()}
-    recipe_steps = planned_steps(training_recipe, split_rows, options.validation_split)
-    budget = recipe_steps if options.max_steps is None else options.max_steps
-    eval_every = validation_interval(training_recipe, split_rows, options.validation_split)
-    _check_budgets(budget, options.max_minutes)
+    # Epochs of token batches are counted in steps once the rows are packed, below.
+    by_token_epochs = epoch_in_token_batches(training_recipe)
+    recipe_steps = None if by_token_epochs else planned_steps(training_recipe, split_rows, options.validation_split)
+    _check_budgets(options.max_steps if options.max_steps is not None else recipe_steps, options.max_minutes)
     train_rows, validation_rows, validation_name = split_validation(
         splits, options.validation_split, options.seed, training_recipe.held_out,
         held_out_from=training_recipe.held_out_from, select=training_recipe.select)
@@ -230,6 +230,11 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
             if checkpoint is None and accelerator.is_main_process:
                 clear(out)
             raise
+    per_epoch = None if token_batches is None else len(token_batches)
+    if by_token_epochs:
+        recipe_steps = planned_steps(training_recipe, split_rows, options.validation_split, per_epoch)
+    budget = recipe_steps if options.max_steps is None else options.max_steps
+    eval_every = validation_interval(training_recipe, split_rows, options.validation_split, per_epoch)
     network = _network(entry, tokenizer, checkpoint, options.architecture_overrides)
     optimizer = torch.optim.AdamW(network.parameters(), lr=training_recipe.learning_rate,
                                   betas=(training_recipe.adam_beta1, training_recipe.adam_beta2),
@@ -436,8 +441,9 @@ def _out_of_time(run: PreparedRun) -> bool:
     return out_of_time
 
 
-def _check_budgets(steps: int, minutes: float | None) -> None:
-    if steps < 1:
+def _check_budgets(steps: int | None, minutes: float | None) -> None:
+    """The step budget (None: counted after packing, always at least 1) and the time budget are positive."""
+    if steps is not None and steps < 1:
         raise BenchbuildError(f"the step budget must be at least 1; got {steps}")
     if minutes is not None and not minutes > 0:
         raise BenchbuildError(f"the time budget must be a positive number of minutes; got {minutes}")
@@ -545,6 +551,19 @@ def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequenc
 def _summed_loss(logits: torch.Tensor, labels: torch.Tensor, training_recipe: TrainingRecipe) -> torch.Tensor:
     return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100,
                            label_smoothing=training_recipe.label_smoothing, reduction="sum")
+
+
+def token_batches_per_epoch(data: str | Path, training_recipe: TrainingRecipe, seed: int = 0,
+                            validation_split: str | None = None) -> int:
+    """The token batches of an epoch of a run of `training_recipe` (one with `batch_tokens`) on benchmark `data`: its
+    tokenizer built and the rows it would train on packed as `prepare` packs them (what `planned_steps` needs for a
+    budget in epochs before a run exists, as `sweep --dry-run` estimates it)."""
+    splits = load_splits(Path(data))
+    train_rows, _, _ = split_validation(splits, validation_split, seed, training_recipe.held_out,
+                                        held_out_from=training_recipe.held_out_from, select=training_recipe.select)
+    tokenizer = _tokenizer(Path(data), splits["train"], training_recipe, save=False)
+    return len(TokenBatches.pack(encode_rows(tokenizer, train_rows), training_recipe.batch_tokens,
+                                 training_recipe.batch_size, seed))
 
 
 def _tokenizer(out: Path, train_split, training_recipe: TrainingRecipe, save: bool = True):

@@ -48,27 +48,40 @@ def resolve_recipe(recipes: Mapping[str, Mapping[str, Any]], family: str, overri
                       noun="recipe key")
 
 
-def planned_steps(recipe: TrainingRecipe, split_rows: Mapping[str, int], validation_split: str | None = None) -> int:
+def planned_steps(recipe: TrainingRecipe, split_rows: Mapping[str, int], validation_split: str | None = None,
+                  token_batches: int | None = None) -> int:
     """The step budget of a run of `recipe` on a benchmark whose splits have `split_rows` rows (validating on
     `validation_split`, else as `train` chooses): `steps`, or, when the recipe sets `epochs`, ceil(epochs × rows
-    trained on / batch_size), the rows trained on being train's less those held out to validate on."""
+    trained on / batch_size), the rows trained on being train's less those held out to validate on; with
+    `batch_tokens`, ceil(epochs × `token_batches` / update_freq), `token_batches` being the token batches of an
+    epoch (`epoch_in_token_batches`)."""
     if recipe.epochs is None:
         return recipe.steps
-    return _epochs_in_steps(recipe.epochs, recipe, split_rows, validation_split)
+    return _epochs_in_steps(recipe.epochs, recipe, split_rows, validation_split, token_batches)
 
 
 def validation_interval(recipe: TrainingRecipe, split_rows: Mapping[str, int],
-                        validation_split: str | None = None) -> int:
+                        validation_split: str | None = None, token_batches: int | None = None) -> int:
     """Steps between validations: `eval_every`, or, when the recipe sets `eval_every_epochs`, ceil(eval_every_epochs ×
-    rows trained on / batch_size)."""
+    rows trained on / batch_size) (with `batch_tokens`: × `token_batches` / update_freq)."""
     if recipe.eval_every_epochs is None:
         return recipe.eval_every
-    return _epochs_in_steps(recipe.eval_every_epochs, recipe, split_rows, validation_split)
+    return _epochs_in_steps(recipe.eval_every_epochs, recipe, split_rows, validation_split, token_batches)
+
+
+def epoch_in_token_batches(recipe: TrainingRecipe) -> bool:
+    """Whether the recipe counts a budget or an interval in epochs of token batches: how many steps they are is
+    known only once the rows trained on are tokenized and packed (`planned_steps`' `token_batches`)."""
+    return recipe.batch_tokens is not None and (recipe.epochs is not None or recipe.eval_every_epochs is not None)
 
 
 def _epochs_in_steps(epochs: float, recipe: TrainingRecipe, split_rows: Mapping[str, int],
-                     validation_split: str | None) -> int:
-    rows = rows_trained_on(split_rows, validation_split, recipe.held_out, recipe.select)
+                     validation_split: str | None, token_batches: int | None) -> int:
     # In exact arithmetic on the number as written: 1.1 epochs of 800 rows in batches of 16 are 55 steps, not the 56
     # that floating point (1.1 × 800 / 16 = 55.00000000000001) would round up to.
+    if recipe.batch_tokens is not None:
+        if token_batches is None:
+            raise ValueError("a recipe of epochs in token batches needs the token batches of an epoch")
+        return max(1, math.ceil(Fraction(str(epochs)) * token_batches / recipe.update_freq))
+    rows = rows_trained_on(split_rows, validation_split, recipe.held_out, recipe.select)
     return max(1, math.ceil(Fraction(str(epochs)) * rows / recipe.batch_size))

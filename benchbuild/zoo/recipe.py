@@ -66,9 +66,9 @@ class TrainingRecipe:
 
     `steps` or `epochs`: the step budget. `steps` is a fixed count of optimizer steps; `epochs`, when set, makes it
     ceil(epochs × rows trained on / batch_size) for each benchmark's own train set (000 App. A.1: 250 epochs of each
-    SCAN split), and `steps` is then ignored (`training.recipe.planned_steps` resolves it; `train --max-steps`
-    replaces either). A recipe needs one of them; a variant's recipe or `--set` giving one drops the other
-    (`layered`).
+    SCAN split; with `batch_tokens`, token batches: below), and `steps` is then ignored
+    (`training.recipe.planned_steps` resolves it; `train --max-steps` replaces either). A recipe needs one of them;
+    a variant's recipe or `--set` giving one drops the other (`layered`).
 
     `eval_every` or `eval_every_epochs`: how often the run validates and checkpoints, in steps, or, when
     `eval_every_epochs` is set (it then wins over `eval_every`), every ceil(eval_every_epochs × rows trained on /
@@ -91,9 +91,12 @@ class TrainingRecipe:
     it no cap). An optimizer step accumulates `update_freq` token batches, each one forward and backward pass
     (`micro_batches` and `length_groups` are then unused), its loss the update's summed token loss over its target
     tokens, as fairseq's trainer divides by the summed sample size (`training.batching.TokenBatches` says how
-    batches are cut and ordered). A train row longer than `batch_tokens` alone stops the run before it trains. The
-    budget and the validation interval are then in steps only (`epochs` and `eval_every_epochs` are refused);
-    run.json records `token_batches_per_epoch`.
+    batches are cut and ordered). A train row longer than `batch_tokens` alone stops the run before it trains. An
+    epoch is then the token batches that cover the rows trained on once (run.json records `token_batches_per_epoch`),
+    so `epochs` makes the budget ceil(epochs × token batches an epoch / update_freq) steps and `eval_every_epochs`
+    the interval likewise, counted once the rows are tokenized: with `update_freq` 1 the updates of fairseq's
+    `--max-epoch` with `--max-tokens`, or with `--max-sentences` alone (`batch_tokens` large enough never to close
+    a batch before `batch_size` rows: 000's SCAN batches, 256 rows of similar length).
 
     `select`: which validated checkpoint the run folder's root holds. `best_validation` keeps the one that scores
     best by `validate_by` (of tied ones, the one `ties` names); `last` keeps the final step's, as papers that train
@@ -196,12 +199,6 @@ class TrainingRecipe:
         if self.batch_tokens is None and self.update_freq != 1:
             raise BenchbuildError(f"recipe key 'update_freq' = {self.update_freq} counts token batches: set "
                                   "`batch_tokens` too (a batch of `batch_size` rows accumulates in `micro_batches`)")
-        if self.batch_tokens is not None:
-            by_epochs = [key for key in ("epochs", "eval_every_epochs") if getattr(self, key) is not None]
-            if by_epochs:
-                raise BenchbuildError(f"recipe key {by_epochs[0]!r} cannot go with `batch_tokens`: how many token "
-                                      "batches make an epoch depends on the tokenized data; give `steps` and "
-                                      "`eval_every` in optimizer steps (run.json records `token_batches_per_epoch`)")
 
     @classmethod
     def checked_overrides(cls, overrides: Mapping[str, Any], option: str) -> dict[str, Any]:

@@ -5,6 +5,7 @@ exact match on its own train rows (002's exclusion of runs under 10% train accur
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from test_checkpoint_selection import SWINGING, SWINGING_STEPS, swinging_scores, validations  # noqa: F401
@@ -204,7 +205,10 @@ def test_score_train_records_the_selected_checkpoints_greedy_exact_match_on_its_
     assert 0 < run["train_exact_match"] == exact_match(out) != exact_match(out / "checkpoints" / "step-00000054")
 
 
-def test_a_sweeps_estimate_gives_each_benchmark_its_own_epoch_budget(tiny_scan, tiny_model, tmp_path, monkeypatch):
+def estimate_of_two_benchmarks(tiny_scan: Path, tiny_model: Path, tmp_path: Path, monkeypatch, seeds: str,
+                               more: str = "") -> list:
+    """`estimate` of a sweep of `tiny_model` at 2 epochs, the last checkpoint (and the `[set]` keys in `more`) on
+    `tiny_scan` and on `half` (its first 60 train rows, written to tmp_path / "half")."""
     from benchbuild.sweep.run import check_folders, estimate
     from benchbuild.sweep.spec import load_sweep
 
@@ -212,18 +216,37 @@ def test_a_sweeps_estimate_gives_each_benchmark_its_own_epoch_budget(tiny_scan, 
     half = write_benchmark(tmp_path / "half", {"train": list(splits["train"])[:60], "test": list(splits["test"])},
                            "scan", "half")
     sweep_file = tmp_path / "epochs.toml"
-    sweep_file.write_text(f"models = ['{tiny_model}']\nseeds = [0, 1]\ndevice = 'cpu'\n"
-                          "[set]\nepochs = 2\nselect = 'last'\n"
+    sweep_file.write_text(f"models = ['{tiny_model}']\nseeds = {seeds}\ndevice = 'cpu'\n"
+                          f"[set]\nepochs = 2\nselect = 'last'\n{more}"
                           f"[[benchmarks]]\ndata = '{tiny_scan}'\n[[benchmarks]]\ndata = '{half}'\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     sweep = load_sweep(sweep_file)
-    [row] = estimate(sweep, check_folders(sweep), jobs=1)
+    return estimate(sweep, check_folders(sweep), jobs=1)
+
+
+def test_a_sweeps_estimate_gives_each_benchmark_its_own_epoch_budget(tiny_scan, tiny_model, tmp_path, monkeypatch):
+    [row] = estimate_of_two_benchmarks(tiny_scan, tiny_model, tmp_path, monkeypatch, seeds="[0, 1]")
     # Two seeds of ceil(2 × 120 / 16) = 15 steps on `simple` and of ceil(2 × 60 / 16) = 8 on `half`; the recipe
     # validates every 10 steps (and at the last): 2 validations a run on `simple`, 1 on `half`.
     assert (row.model, row.steps_left, row.measured) == (str(tiny_model), 2 * 15 + 2 * 8, True)
     assert (row.validations, row.runs_left) == (2 * 2 + 2 * 1, 4) and row.step_seconds > 0
     assert row.seconds == pytest.approx(row.step_seconds * 46 + row.validation_seconds * 6
                                         + row.evaluation_seconds * 4)
+
+
+def test_a_sweeps_estimate_counts_epochs_of_token_batches_on_each_benchmark(tiny_scan, tiny_model, tmp_path,
+                                                                            monkeypatch):
+    from benchbuild.training.loop import token_batches_per_epoch
+    from benchbuild.zoo.recipe import TrainingRecipe
+
+    [row] = estimate_of_two_benchmarks(tiny_scan, tiny_model, tmp_path, monkeypatch, seeds="[0]",
+                                       more="batch_tokens = 60\n")
+    recipe = TrainingRecipe(learning_rate=1e-3, batch_size=16, batch_tokens=60, epochs=2, select="last")
+    simple, halved = (token_batches_per_epoch(data, recipe) for data in (tiny_scan, tmp_path / "half"))
+    assert simple > halved > 0
+    # Two epochs of each benchmark's own token batches (a batch of at most 16 rows and 60 padded tokens), not of
+    # its rows in batches of 16 (ceil(2 × 120 / 16) = 15 and 8).
+    assert row.steps_left == 2 * simple + 2 * halved != 15 + 8
 
 
 # The recipe keys of a run's identity before the keys above existed.

@@ -236,15 +236,55 @@ def test_a_row_longer_than_the_budget_is_refused_in_one_line_before_training(sca
     assert result.steps == 2
 
 
-@pytest.mark.parametrize("recipe,refusal", [
-    ({"epochs": 3}, "'epochs' cannot go with `batch_tokens`"),
-    ({"steps": 10, "eval_every_epochs": 1}, "'eval_every_epochs' cannot go with `batch_tokens`"),
-])
-def test_epochs_with_token_batches_are_refused(recipe, refusal):
-    from benchbuild.errors import BenchbuildError
+def test_epochs_of_token_batches_are_counted_in_updates_once_the_batches_are_known():
+    from benchbuild.training.recipe import epoch_in_token_batches, planned_steps, validation_interval
 
-    with pytest.raises(BenchbuildError, match=refusal):
-        TrainingRecipe(learning_rate=1e-3, batch_tokens=600, **recipe)
+    recipe = TrainingRecipe(learning_rate=1e-3, batch_tokens=600, update_freq=3, epochs=2.5, eval_every_epochs=0.5)
+    assert epoch_in_token_batches(recipe)
+    # 2.5 epochs of 41 batches are 102.5 batches: 35 updates of 3 (the last one running into the next epoch's).
+    assert planned_steps(recipe, {"train": 1000}, token_batches=41) == 35
+    assert validation_interval(recipe, {"train": 1000}, token_batches=41) == 7  # ceil(20.5 / 3)
+    with pytest.raises(ValueError, match="token batches of an epoch"):
+        planned_steps(recipe, {"train": 1000})
+    rows_batched = TrainingRecipe(learning_rate=1e-3, batch_size=16, epochs=2.5)
+    assert not epoch_in_token_batches(rows_batched)
+    # Rows, not batches: 900 of the 1,000 trained on (10% held out to validate on), ceil(2.5 × 900 / 16).
+    assert planned_steps(rows_batched, {"train": 1000}, token_batches=41) == 141
+
+
+def test_a_run_of_epochs_in_token_batches_trains_their_updates_and_validates_each_epoch(scan_inputs, tmp_path):
+    import transformers
+
+    from benchbuild.benchmark import load_splits
+    from benchbuild.training.loop import token_batches_per_epoch
+    from benchbuild.training.validation import split_validation
+
+    model, data = scan_inputs
+    run = tmp_path / "run"
+    result = train(model, data, run, seed=3, device="cpu", progress=False,
+                   overrides={"epochs": 3, "eval_every_epochs": 1})
+    record = json.loads((run / "run.json").read_text())
+    rows, _, _ = split_validation(load_splits(data), None, 3)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(run)
+    per_epoch = len(TokenBatches.pack(encode_rows(tokenizer, rows), 40, None, 3))
+    assert per_epoch > 5 and record["token_batches_per_epoch"] == per_epoch
+    updates = -(-3 * per_epoch // 2)  # three epochs of batches, two a step (update_freq 2)
+    assert result.steps == record["step_budget"] == record["recipe_steps"] == updates != STEPS
+    assert record["validation_every"] == -(-per_epoch // 2)
+    # Counted before any run exists (sweep --dry-run): the same number.
+    recipe = TrainingRecipe(learning_rate=3e-3, batch_tokens=40, update_freq=2, epochs=3)
+    assert token_batches_per_epoch(data, recipe, seed=3) == per_epoch
+
+
+def test_a_row_cap_with_a_budget_no_batch_reaches_cuts_batches_of_that_many_rows_of_similar_length(wmt):
+    """fairseq's `--max-sentences` alone (000's SCAN batches of 256): rows in length order, cut every N rows."""
+    batches = TokenBatches.pack(wmt, 10 ** 9, 256, seed=0)
+    rows = len(wmt.sources)
+    assert len(batches) == -(-rows // 256)
+    sizes = [len(batches.batch(number)) for number in range(len(batches))]
+    assert sizes[:-1] == [256] * (len(batches) - 1) and sizes[-1] == rows - 256 * (len(batches) - 1)
+    lengths = [len(wmt.sources[index]) for number in range(len(batches)) for index in batches.batch(number)]
+    assert lengths == sorted(lengths), "packed in source-length order"
 
 
 def test_a_recipe_needs_a_batch_size_or_a_token_budget_and_update_freq_needs_tokens():
