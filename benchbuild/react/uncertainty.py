@@ -103,11 +103,16 @@ class Ensemble:
             def one(params, buffers, *tensors):
                 return call(lambda **kwargs: functional_call(self._base, (params, buffers), (), kwargs), *tensors)
 
-            in_dims = (0, 0, *(0,) * len(per_member), *(None,) * len(shared))
+            # The shared inputs go in as zero-copy per-member views: everything computed from them (the attention
+            # masks) is then batched over members like the queries. On CUDA, fused attention's vmap rule folds the
+            # members into the batch of q, k and v but not into an unbatched mask, and fails ("expanded size 20 must
+            # match 2", 10 members x 2 sentences: seen on an H200, benchmarks/RESULTS.md).
+            members = self.size
+            shared = [tensor.expand(members, *tensor.shape) for tensor in shared]
             with warnings.catch_warnings():
                 # Fused attention has no vmap rule on CPU: torch loops over members for that one op (and says so).
                 warnings.filterwarnings("ignore", message=".*performance drop.*")
-                return vmap(one, in_dims=in_dims)(self._params, self._buffers, *per_member, *shared)
+                return vmap(one)(self._params, self._buffers, *per_member, *shared)
         return torch.stack([call(member, *(t[index] for t in per_member), *shared)
                             for index, member in enumerate(self.members)])
 

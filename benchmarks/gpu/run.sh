@@ -13,7 +13,7 @@
 #             benchmarks/ensemble_decode_cache.py: cached member loop vs stacked beam search
 #   react     benchmarks/gpu/react_stages.py: build-react with 10 members, wall time per stage (item 5)
 # Everything printed goes to one log: FILE, else $OUT/gpu-run.log (the device tool's output folder), else
-# .gpu/out/gpu-run.log. Extra arguments for a benchmark: GPU_SCAN_ARGS, GPU_ENSEMBLE_ARGS, GPU_REACT_ARGS (e.g.
+# .gpu/out/gpu-run.log. Extra pytest arguments: GPU_PYTEST_ARGS. Extra arguments for a benchmark: GPU_SCAN_ARGS, GPU_ENSEMBLE_ARGS, GPU_REACT_ARGS (e.g.
 # GPU_SCAN_ARGS="--max-minutes 2"); their work folders go under GPU_WORK (default /tmp/benchbuild-gpu).
 # A call of the device tool runs at most 10 minutes: give each stage its own call (`run.sh tests`, `run.sh scan`,
 # `run.sh ensemble`, `run.sh react`, each about 3 to 8 minutes on an H100 by estimate; setup takes seconds and
@@ -79,7 +79,8 @@ EOF
 }
 
 tests() {
-  "$PYTHON" -m pytest -m gpu tests/gpu -p no:cacheprovider -q -rs --durations=15
+  # shellcheck disable=SC2086  # GPU_PYTEST_ARGS: extra pytest words (e.g. "-v" to see each test as it ends)
+  "$PYTHON" -m pytest -m gpu tests/gpu -p no:cacheprovider -q -rs --durations=15 ${GPU_PYTEST_ARGS:-}
 }
 
 scan() {
