@@ -40,7 +40,8 @@ from benchbuild.zoo.decoding import length_rule
 from benchbuild.zoo.loading import TranslationTokenizer, load_model
 from benchbuild.training.tokenization import build_dictionaries, build_tokenizer
 from benchbuild.training.selection import selects
-from benchbuild.training.validation import greedy_matches, split_validation, validation_scores
+from benchbuild.training.validation import (greedy_matches, hidden_words_message, holds_out, keeps_file_order,
+                                           split_validation, validation_scores, word_coverage)
 
 
 @dataclass
@@ -197,7 +198,9 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     _check_budgets(options.max_steps if options.max_steps is not None else recipe_steps, options.max_minutes)
     train_rows, validation_rows, validation_name = split_validation(
         splits, options.validation_split, options.seed, training_recipe.held_out,
-        held_out_from=training_recipe.held_out_from, select=training_recipe.select)
+        held_out_from=training_recipe.held_out_from, select=training_recipe.select, file_order=keeps_file_order(info))
+    held_out_words = (_check_hold_out(train_rows, validation_rows, validation_name, training_recipe)
+                      if holds_out(splits, options.validation_split, training_recipe.select) else None)
     if not validation_rows and training_recipe.select == "best_validation":
         raise BenchbuildError(f"validation split {validation_name!r} of {data} has no rows: select = best_validation "
                               "needs rows to compare checkpoints on; give another --validation-split or --set "
@@ -266,6 +269,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         "time_budget_minutes": options.max_minutes,
         "architecture_overrides": options.architecture_overrides or {}, "validation": validation_name,
         "validation_rows": len(validation_rows), "train_rows": len(train_rows), "validation_every": eval_every,
+        **({} if held_out_words is None else {"held_out_words": held_out_words}),
         "device": str(accelerator.device), "processes": accelerator.num_processes,
         "mixed_precision": accelerator.mixed_precision,
         **({} if token_batches is None else {"token_batches_per_epoch": len(token_batches)}),
@@ -389,10 +393,21 @@ def train_exact_match(run: PreparedRun) -> float:
 # (`score_train`). The recipe's `architecture` is part of the identity's "architecture", `held_out` and
 # `held_out_from` of its "validation".
 _OUTSIDE_IDENTITY = ("steps", "epochs", "select", "validate_by", "ties", "held_out", "held_out_from", "score_train",
-                     "architecture")
+                     "allow_hidden_words", "architecture")
 # Keys added to the identity after run folders existed: at their default they stay out, so those folders resume.
 _ADDED_LATER = ("eval_every_epochs", "beam", "max_len_a", "max_len_b", "batch_tokens", "update_freq",
                 "dictionaries", "source_tokens", "target_tokens", "segment_source", "segment_target", "precision")
+
+
+def _check_hold_out(train_rows: list[dict], validation_rows: list[dict], validation_name: str,
+                    training_recipe: TrainingRecipe) -> list[dict]:
+    """For a run that validates on rows held out of train: refuse a hold-out that takes every training row of a
+    source word (unless the recipe's `allow_hidden_words`), and return what run.json records as `held_out_words`:
+    the source words the fewest rows still trained on contain, with their counts."""
+    least, hidden = word_coverage(train_rows, validation_rows)
+    if hidden and not training_recipe.allow_hidden_words:
+        raise BenchbuildError(hidden_words_message(hidden, validation_name))
+    return [coverage.to_dict() for coverage in least]
 
 
 def _recipe_identity(recipe: TrainingRecipe) -> dict[str, Any]:
@@ -560,7 +575,8 @@ def token_batches_per_epoch(data: str | Path, training_recipe: TrainingRecipe, s
     budget in epochs before a run exists, as `sweep --dry-run` estimates it)."""
     splits = load_splits(Path(data))
     train_rows, _, _ = split_validation(splits, validation_split, seed, training_recipe.held_out,
-                                        held_out_from=training_recipe.held_out_from, select=training_recipe.select)
+                                        held_out_from=training_recipe.held_out_from, select=training_recipe.select,
+                                        file_order=keeps_file_order(read_build_info(data)))
     tokenizer = _tokenizer(Path(data), splits["train"], training_recipe, save=False)
     return len(TokenBatches.pack(encode_rows(tokenizer, train_rows), training_recipe.batch_tokens,
                                  training_recipe.batch_size, seed))

@@ -4,6 +4,7 @@ affordable, and BLEU of beam-5 decoding where a recipe selects by it."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
@@ -27,10 +28,12 @@ NO_VALIDATION = "none"  # run.json's `validation` of a run that validates on not
 
 def split_validation(splits: Mapping[str, Any], validation_split: str | None, seed: int,
                      held_out: float = HELD_OUT_FRACTION, *, held_out_from: HeldOutFrom = "random",
-                     select: Selection = "best_validation") -> tuple[list[dict], list[dict], str]:
+                     select: Selection = "best_validation", file_order: bool = False
+                     ) -> tuple[list[dict], list[dict], str]:
     """(train rows, validation rows, how validation was chosen): the named split, else `validation`, else, when
-    `select` compares validation scores, a `held_out` fraction of train (`held_out_rows`), else no rows at all (a
-    run under `last` then trains on all of train). A test split is never used for model selection."""
+    `select` compares validation scores, a `held_out` fraction of train (`held_out_rows`; `file_order`: whether the
+    train split keeps the order of a file it was read from, `keeps_file_order`), else no rows at all (a run under
+    `last` then trains on all of train). A test split is never used for model selection."""
     train_rows = list(splits["train"])
     if validation_split is not None:
         if "test" in validation_split:
@@ -45,12 +48,66 @@ def split_validation(splits: Mapping[str, Any], validation_split: str | None, se
         return train_rows, [], NO_VALIDATION
     if len(train_rows) < 2:
         raise BenchbuildError("the train split needs at least 2 rows to hold out a validation part")
-    chosen = set(held_out_rows(len(train_rows), held_out, held_out_from, seed))
+    from_end = takes_last_rows(held_out_from, file_order)
+    chosen = set(held_out_rows(len(train_rows), held_out, "end" if from_end else "random", seed))
     kept = [row for index, row in enumerate(train_rows) if index not in chosen]
     validation = [row for index, row in enumerate(train_rows) if index in chosen]
-    if held_out_from == "end":
+    if from_end:
         return kept, validation, f"train-last-{held_out * 100:g}%"
     return kept, validation, f"train-heldout-{held_out * 100:g}%-seed-{seed}"
+
+
+def takes_last_rows(held_out_from: HeldOutFrom, file_order: bool) -> bool:
+    """Whether a hold-out takes the last rows of train: `end` always; `file_end` (002's official code, whose train file
+    is the published, shuffled SCAN file) only where train keeps a file's order, else a seeded random share, since
+    the last rows of a grammar-built split are not a random fifth (addprim_jump's are its 1,467 bare "jump" rows)."""
+    return held_out_from == "end" or (held_out_from == "file_end" and file_order)
+
+
+def keeps_file_order(info) -> bool:
+    """Whether a benchmark's rows are a file's rows in the file's order: the build read files (`inputs`) and drew
+    nothing (no seed), as `build-scan --official` and `import` do; a grammar-built or sampled split does not."""
+    return bool(info.inputs) and info.seed is None
+
+
+MIN_WORD_ROWS = 10  # a word in fewer train rows may fall wholly into a random hold-out by chance (p <= 0.2^10)
+
+
+@dataclass(frozen=True)
+class WordCoverage:
+    """A source word of train: the train rows that contain it, and how many of them a run still trains on after its
+    hold-out."""
+
+    word: str
+    train_rows: int
+    kept: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"word": self.word, "train_rows": self.train_rows, "kept": self.kept}
+
+
+def word_coverage(kept: Sequence[dict], held: Sequence[dict], *, least: int = 3,
+                  min_rows: int = MIN_WORD_ROWS) -> tuple[list[WordCoverage], list[WordCoverage]]:
+    """(the `least` source words, of those in at least `min_rows` train rows, that the fewest rows kept contain;
+    the words in at least `min_rows` train rows that the hold-out takes every row of). Words are whitespace tokens of
+    the `source` column; a row counts once per word."""
+    def rows_with(rows: Sequence[dict]) -> Counter:
+        return Counter(word for row in rows for word in set(row["source"].split()))
+
+    in_kept, in_held = rows_with(kept), rows_with(held)
+    counts = [WordCoverage(word, in_kept[word] + in_held[word], in_kept[word]) for word in in_kept | in_held
+              if in_kept[word] + in_held[word] >= min_rows]
+    counts.sort(key=lambda coverage: (coverage.kept, coverage.train_rows, coverage.word))
+    return counts[:least], [coverage for coverage in counts if coverage.kept == 0]
+
+
+def hidden_words_message(hidden: Sequence[WordCoverage], validation_name: str) -> str:
+    """The one-line refusal of a hold-out that hides words from training."""
+    first = hidden[0]
+    more = f" (and {len(hidden) - 1} more word(s): {', '.join(c.word for c in hidden[1:4])})" if len(hidden) > 1 else ""
+    return (f"the held-out rows ({validation_name}) take all {first.train_rows:,} training rows with "
+            f"{first.word!r}{more}: the model would never see it; hold out other rows (held_out_from = \"random\"), "
+            "or --set allow_hidden_words=true to train so on purpose")
 
 
 def holds_out(splits: Iterable[str], validation_split: str | None, select: Selection) -> bool:

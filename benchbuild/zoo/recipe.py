@@ -20,7 +20,7 @@ RECIPE_FAMILIES: tuple[str, ...] = typing.get_args(RecipeFamily)
 Schedule = Literal["constant", "inverse_sqrt"]
 Selection = Literal["best_validation", "last"]
 Ties = Literal["latest", "earliest"]
-HeldOutFrom = Literal["random", "end"]
+HeldOutFrom = Literal["random", "end", "file_end"]
 ValidationMetric = Literal["exact_match", "loss", "bleu"]
 Dictionaries = Literal["joint", "separate"]
 TokenKind = Literal["word", "bpe"]
@@ -115,7 +115,12 @@ class TrainingRecipe:
 
     `held_out`: the fraction of train held out to validate on when the benchmark has no validation split and the run
     selects by validation (002, after Bastings et al. 2018: 20%). `held_out_from`: which rows: `random`, a draw seeded
-    by the run's seed, or `end`, the last rows of the train split in file order (002's official code: the last 20%).
+    by the run's seed; `end`, the last rows of the train split as stored; or `file_end`, the last rows where the train
+    split keeps the order of the file it was read from (`build-scan --official`, `import`), else a seeded random draw
+    (002's official code holds out the last 20% of the published, shuffled SCAN file: a random fifth; the last fifth
+    of a grammar-built split is not one). `allow_hidden_words`: `train` refuses, before any step, a hold-out that takes
+    every training row of a source word found in at least 10 of them (`training.validation.word_coverage`); true
+    trains so on purpose.
 
     `score_train`: after training, the root checkpoint's greedy exact match on the rows it trained on (teacher-forced,
     as validation scores it) is recorded in run.json as `train_exact_match` (002 leaves runs under 10% train accuracy
@@ -178,6 +183,7 @@ class TrainingRecipe:
     ties: Ties = "latest"
     held_out: float = 0.1
     held_out_from: HeldOutFrom = "random"
+    allow_hidden_words: bool = False
     score_train: bool = False
     beam: int = 1
     max_len_a: float = 0.0
