@@ -26,8 +26,23 @@ from torch.func import functional_call, stack_module_state, vmap
 from benchbuild.errors import BenchbuildError
 
 # Elements of the (members × sentences × tokens × vocabulary) log-probability tensor in one scoring batch: the RMI
-# arithmetic is memory-bound, and small batches (64 MiB) ran faster than large ones on CPU.
+# arithmetic is memory-bound, and small batches (64 MiB) ran faster than large ones on CPU. On a GPU that budget cut
+# 10 members of the `mt` size to batches of 2 sentences, 24x slower than batches of 64 (H200, benchmarks/RESULTS.md):
+# there a batch may take up to 1/16 of the free memory per float32 copy, at most GPU_SCORE_BUDGET elements (1 GiB).
 SCORE_BUDGET = 2 ** 24
+GPU_SCORE_BUDGET = 2 ** 28
+
+
+def score_budget(device: torch.device | str, free_bytes: int | None = None) -> int:
+    """Elements of the log-probability tensor one scoring batch may hold on `device`: SCORE_BUDGET on the CPU; on a
+    GPU a sixteenth of its free memory (`free_bytes`, else what CUDA reports) in float32 elements, between
+    SCORE_BUDGET and GPU_SCORE_BUDGET."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return SCORE_BUDGET
+    if free_bytes is None:
+        free_bytes, _ = torch.cuda.mem_get_info(device)
+    return min(GPU_SCORE_BUDGET, max(SCORE_BUDGET, free_bytes // (16 * 4)))
 
 
 def mean_log_probs(member_log_probs: torch.Tensor) -> torch.Tensor:
@@ -283,7 +298,7 @@ def batch_rmi(ensemble: Ensemble, texts: Sequence[str], *, beam: int,
     decoded = ensemble.translate(texts, beam=beam, max_new_tokens=max_new_tokens)
     vocab = len(ensemble.tokenizer)
     per_sentence = ensemble.size * max(len(h) for h in decoded) * vocab
-    step = max(1, SCORE_BUDGET // max(per_sentence, 1))
+    step = max(1, score_budget(ensemble.device) // max(per_sentence, 1))
     rmi: list[float] = []
     for offset in range(0, len(texts), step):
         rmi += ensemble.score(texts[offset:offset + step], decoded[offset:offset + step]).tolist()

@@ -5,7 +5,7 @@ Issue "GPU", item 4 (goal: stacked >= 3x the loop and >= 25% of bf16 peak). Memb
 `transformer`s with `[recipe.mt.architecture]` (weights do not change the cost) over a BPE vocabulary of the recipe's
 size; each scores ReaCT's cg_test sentences teacher-forced on their references (`Ensemble.score`: encoder, decoder,
 log-softmax and the RMI arithmetic), in length-sorted batches, for each `--batch-sizes` value and for the batch size
-that `ensemble_rmi`'s SCORE_BUDGET gives (what `build-react` uses; a batch smaller than all of `--batch-sizes`
+that `ensemble_rmi`'s score budget (`score_budget`) gives (what `build-react` uses; a batch smaller than all of `--batch-sizes`
 scores every k-th sentence of the length order, about 16 calls' worth). `--precision bf16` casts the members' weights to
 bfloat16; `autocast` keeps float32 weights under `torch.autocast`; `fp32` is plain float32.
 
@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from benchbuild.device import resolve_device
-from benchbuild.react.uncertainty import SCORE_BUDGET, Ensemble
+from benchbuild.react.uncertainty import Ensemble, score_budget
 from benchbuild.training.recipe import resolve_recipe
 from benchbuild.training.tokenization import build_tokenizer
 from benchbuild.zoo import build_model, load_entry
@@ -106,7 +106,8 @@ def main() -> None:
                                   for index in sentences)
 
     longest = max(len(ids) for ids in hypotheses)
-    budget_batch = max(1, SCORE_BUDGET // (args.members * longest * vocabulary))
+    budget = score_budget(device)
+    budget_batch = max(1, budget // (args.members * longest * vocabulary))
 
     members = []
     for seed in range(args.members):
@@ -122,7 +123,7 @@ def main() -> None:
           f"{len(sources):,} cg_test sentences (source {sum(source_lengths):,} tokens, target "
           f"{sum(map(len, hypotheses)):,} tokens), {args.precision}, {name}, torch {torch.__version__}")
     print(f"useful forward FLOPs per round: {useful_flops(order) / 1e12:.3f} TFLOP; peak {args.peak_tflops:g} TFLOP/s; "
-          f"ensemble_rmi's SCORE_BUDGET ({SCORE_BUDGET:,} elements) gives batches of {budget_batch} sentences here",
+          f"ensemble_rmi's score budget here ({budget:,} elements) gives batches of {budget_batch} sentences",
           flush=True)
 
     variants = {"stacked (vmap)": Ensemble([copy.deepcopy(m) for m in members], tokenizer, device=device, batched=True),

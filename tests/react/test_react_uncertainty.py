@@ -9,7 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchbuild.react.uncertainty import Ensemble, ensemble_rmi, mean_log_probs, reverse_mutual_information
+from benchbuild.react.uncertainty import (GPU_SCORE_BUDGET, SCORE_BUDGET, Ensemble, ensemble_rmi, mean_log_probs,
+                                         reverse_mutual_information, score_budget)
 from benchbuild.training.tokenization import word_level_tokenizer
 from benchbuild.zoo.transformer import TransformerConfig, TransformerForSeq2Seq
 
@@ -149,3 +150,13 @@ def test_members_with_a_cache_decode_one_token_a_step_and_find_what_recomputing_
     finally:
         for hook in hooks:
             hook.remove()
+
+
+def test_the_scoring_budget_is_the_cpus_on_cpu_and_grows_with_a_gpus_free_memory_up_to_its_cap():
+    """On an H200 the CPU's budget cut 10 `mt` members to batches of 2 sentences (24x slower than 64): on a GPU a batch
+    may take a sixteenth of the free memory per float32 copy, within [SCORE_BUDGET, GPU_SCORE_BUDGET]."""
+    assert score_budget("cpu") == score_budget(torch.device("cpu"), free_bytes=10**12) == SCORE_BUDGET == 2 ** 24
+    gib = 2 ** 30
+    assert score_budget("cuda:0", free_bytes=140 * gib) == GPU_SCORE_BUDGET == 2 ** 28  # an H200: capped at 1 GiB
+    assert score_budget("cuda", free_bytes=8 * gib) == 8 * gib // 64 == 2 ** 27  # 8 GiB free: 512 MiB a copy
+    assert score_budget("cuda", free_bytes=gib // 2) == SCORE_BUDGET  # never below the CPU's
