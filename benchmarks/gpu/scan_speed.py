@@ -108,8 +108,11 @@ def train_in_segments(model: str, data: Path, run: Path, segments: Segments, *, 
         seconds = record["elapsed_s"]
         curve.append({"steps": done, "elapsed_s": seconds, "segment_wall_s": round(wall, 1),
                       "validation_exact_match": record["validation_exact_match"], "test_exact_match": accuracy})
+        # A recipe that keeps its last step (`select = "last"`) on a split without validation rows validates on none.
+        validation = record["validation_exact_match"]
+        validated = "validation   none" if validation is None else f"validation {validation:6.2f}%"
         print(f"  {model}: {done:>6} steps  {seconds:>7.1f} s  {done / max(seconds, 1e-9):6.1f} steps/s  "
-              f"validation {record['validation_exact_match']:6.2f}%  test {accuracy:6.2f}%", flush=True)
+              f"{validated}  test {accuracy:6.2f}%", flush=True)
         if (stop_at_target and accuracy >= segments.target) or (max_minutes and seconds >= 60 * max_minutes):
             break
     return curve
