@@ -19,7 +19,7 @@ from rich.console import Console
 
 from benchbuild import __version__
 from benchbuild.engine import EngineParameters, without_engine_options
-from benchbuild.errors import BenchbuildError, Terminated
+from benchbuild.errors import BenchbuildError, Interrupted, Terminated
 from benchbuild.importing.parameters import ImportParameters, LayoutName
 from benchbuild.lake_baroni.parameters import LakeBaroniParameters
 from benchbuild.nounadj.parameters import NounAdjParameters
@@ -138,10 +138,20 @@ def run_command(
                           markup=False, highlight=False)
             continue
         token = _STEP_ARGV.set(tuple(argv))
+        where = (f"during step {label!r} (benchbuild {argv[0]}) of {recipe}: no later step started; "
+                 f"`benchbuild run {recipe}` again goes on from there")
         try:
-            command.main(argv[1:], prog_name=f"benchbuild {argv[0]}", standalone_mode=False)
+            code = command.main(argv[1:], prog_name=f"benchbuild {argv[0]}", standalone_mode=False)
+        except Terminated as stop:
+            raise Terminated(where) from stop
         finally:
             _STEP_ARGV.reset(token)
+        # Typer hands back a step's exit code instead of raising: Ctrl-C inside it is 130. Either way the pipeline
+        # stops here, so no later step reads what this one left unfinished.
+        if code == 130:
+            raise Interrupted(where)
+        if isinstance(code, int) and code != 0:
+            raise typer.Exit(code)
 
 
 def _already_built(argv: list[str]) -> bool:
@@ -831,21 +841,27 @@ def main() -> None:
     except ClickException as error:
         error.show()
         sys.exit(error.exit_code)
-    except typer.Abort:
-        console.print("benchbuild: interrupted", style="red")
-        sys.exit(130)
-    except KeyboardInterrupt:
-        console.print("benchbuild: interrupted", style="red")
-        sys.exit(130)
-    except Terminated:
-        console.print("benchbuild: terminated", style="red")
-        sys.exit(143)
+    except (typer.Abort, KeyboardInterrupt):
+        _stopped("interrupted", "", 130)
+    except Interrupted as stop:
+        _stopped("interrupted", str(stop), 130)
+    except Terminated as stop:
+        _stopped("terminated", str(stop), 143)
     except Exception as error:  # noqa: BLE001 - the CLI's single place that turns errors into one line
         if debug:
             raise
         print(f"benchbuild: error: {_one_line(error)}", file=sys.stderr)
         sys.exit(1)
+    if result == 130:  # typer's answer to Ctrl-C inside a command: its exit code, not an exception
+        _stopped("interrupted", "", 130)
     sys.exit(result if isinstance(result, int) else 0)
+
+
+def _stopped(what: str, where: str, code: int) -> None:
+    """One line on stderr saying that a signal stopped the command (and where, for a pipeline), then exit `code`."""
+    print(f"benchbuild: {what} {where or '(the same command again goes on: runs and builds resume)'}",
+          file=sys.stderr, flush=True)  # one line, unwrapped, whatever the terminal's width
+    sys.exit(code)
 
 
 def _one_line(error: BaseException) -> str:

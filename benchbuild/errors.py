@@ -8,7 +8,13 @@ class BenchbuildError(Exception):
 class Terminated(BaseException):
     """SIGTERM reached a benchbuild command (a scheduler or `kill` ended it): like Ctrl-C's KeyboardInterrupt, it
     unwinds every `finally` and context manager, so children are stopped and nothing half-written stays; the CLI exits
-    with 143."""
+    with 143. Its message, if any, says what was stopped and how to go on."""
+
+
+class Interrupted(BaseException):
+    """Ctrl-C stopped a step of a pipeline (`benchbuild run`): no further step starts, the CLI exits with 130. Typer
+    turns a KeyboardInterrupt inside a command into its exit code 130, so the pipeline raises this one, which no
+    command layer catches. Its message says which step stopped and how to go on."""
 
 
 def did_you_mean(name: str, choices) -> str:

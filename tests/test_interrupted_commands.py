@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -227,3 +228,60 @@ def test_ctrl_c_stops_build_scan_with_130_and_every_folder_it_shows_is_complete(
     assert reference.returncode == 0, reference.stderr
     for name in shown:
         assert snapshot(out / name) == snapshot(tmp_path / "reference" / "scan" / name), name
+
+
+def test_ctrl_c_stops_a_pipeline_at_once_and_the_same_command_goes_on_from_the_step_it_stopped(inputs, tmp_path):
+    """`benchbuild run`: Ctrl-C during its first training step exits 130 with one line naming the step, starts no
+    later step (typer hands a step's Ctrl-C back as exit code 130, which the step loop once ignored), and the same
+    command then resumes that run from its checkpoint and runs the rest."""
+    model, data = inputs
+    pipeline = tmp_path / "two_runs.toml"
+    pipeline.write_text(f"""
+[[steps]]
+command = "train"
+description = "first"
+[steps.options]
+model = "{model}"
+data = "{data}"
+out = "{tmp_path / 'first'}"
+device = "cpu"
+max_steps = 100000
+max_minutes = 0.2
+
+[[steps]]
+command = "train"
+description = "second"
+[steps.options]
+model = "{model}"
+data = "{data}"
+out = "{tmp_path / 'second'}"
+device = "cpu"
+max_steps = {EVAL_EVERY}
+""", encoding="utf-8")
+    command = [*BENCHBUILD, "run", str(pipeline)]
+    process = start(command, tmp_path / "run.log")
+    wait_for(process, lambda: checkpoints(tmp_path / "first"), "the first checkpoint")
+    code = stop(process, signal.SIGINT)
+    text = (tmp_path / "run.log").read_text(encoding="utf-8", errors="replace")
+    assert_interrupted(code, tmp_path / "run.log")
+    assert "benchbuild: interrupted during step" in text and "first" in text, text
+    assert f"benchbuild run {pipeline}` again" in " ".join(text.split()), text
+    assert not (tmp_path / "second").exists(), "a step started after Ctrl-C"
+    assert json.loads((tmp_path / "first" / "run.json").read_text())["status"] in ("starting", "running")
+    stopped_at = checkpoints(tmp_path / "first")[-1]
+
+    rerun = subprocess.run(command, capture_output=True, text=True, env=ENVIRONMENT, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    first = json.loads((tmp_path / "first" / "run.json").read_text())
+    assert first["status"] == "complete" and first["steps_done"] >= stopped_at
+    said = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", rerun.stdout + rerun.stderr)  # the terminal's colours off
+    assert f"resumed from step {stopped_at}" in said, said
+    assert json.loads((tmp_path / "second" / "run.json").read_text())["steps_done"] == EVAL_EVERY
+
+
+def test_ctrl_c_of_a_single_command_says_it_was_interrupted(inputs, tmp_path):
+    """Typer returns 130 for Ctrl-C instead of raising: the CLI still prints its one line."""
+    process = start(train_command(inputs, tmp_path / "run", "--max-steps", "100000"), tmp_path / "train.log")
+    wait_for(process, lambda: checkpoints(tmp_path / "run"), "the first checkpoint")
+    assert_interrupted(stop(process, signal.SIGINT), tmp_path / "train.log")
+    assert "benchbuild: interrupted" in (tmp_path / "train.log").read_text(encoding="utf-8", errors="replace")
