@@ -481,12 +481,15 @@ def eval_command(
     lexicon: Annotated[Optional[Path], typer.Option("--lexicon", help="CoGnition-style lexicon: also compute CTER.")] = None,
     compound: Annotated[Optional[str], typer.Option("--compound", help="Column or file (one a line) with each row's "
                                                     "compound, for CTER.")] = None,
+    allow_unfinished: Annotated[bool, typer.Option("--allow-unfinished", help="Score a run that has not finished "
+                                                   "training (interrupted, or still running): its last selected "
+                                                   "checkpoint, marked unfinished in metrics.json.")] = False,
 ) -> None:
     """Decode a benchmark split with a trained run and print its metrics (also written to metrics.json)."""
     from benchbuild.evaluation.evaluate import evaluate_run
 
     metrics = evaluate_run(run_dir, data, split=split, beam=beam, batch_size=batch_size, out=out_dir, device=device,
-                           lexicon=lexicon, compound=compound, progress=True)
+                           lexicon=lexicon, compound=compound, progress=True, allow_unfinished=allow_unfinished)
     out.print_json(data=metrics)
 
 

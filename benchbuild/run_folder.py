@@ -118,6 +118,16 @@ def check_result(run_dir: Path, run: dict[str, Any]) -> None:
                               "no result to evaluate or report; retrain it (benchbuild train ... --overwrite)")
 
 
+def unfinished_note(run: dict[str, Any]) -> str | None:
+    """"step 50 of 150, unfinished" for a run whose run.json is not `complete` (interrupted, or still training),
+    None for a finished one."""
+    if run.get("status") == "complete":
+        return None
+    done, budget = run.get("steps_done"), run.get("step_budget")
+    done = 0 if done is None else done
+    return f"step {done:,} of {budget:,}, unfinished" if budget else f"step {done:,}, unfinished"
+
+
 def save_pretrained(out: Path, *savables: Any) -> None:
     """Save a model and/or tokenizer (`save_pretrained`) at the run folder's root: written into a folder beside the
     files and renamed over them one by one, so a link planted at `model.safetensors` (say) is replaced, never

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from commands import log_without_times, sha256
+from commands import benchbuild_in_process, log_without_times, sha256
 from small_inputs import scan_grammar_rows, tiny_transformer_entry, write_benchmark
 
 from benchbuild.device import cpu_threads
@@ -279,9 +279,30 @@ max_steps = {EVAL_EVERY}
     assert json.loads((tmp_path / "second" / "run.json").read_text())["steps_done"] == EVAL_EVERY
 
 
-def test_ctrl_c_of_a_single_command_says_it_was_interrupted(inputs, tmp_path):
-    """Typer returns 130 for Ctrl-C instead of raising: the CLI still prints its one line."""
-    process = start(train_command(inputs, tmp_path / "run", "--max-steps", "100000"), tmp_path / "train.log")
-    wait_for(process, lambda: checkpoints(tmp_path / "run"), "the first checkpoint")
+def test_ctrl_c_of_a_single_command_says_so_and_eval_scores_the_unfinished_run_only_when_told(inputs, tmp_path):
+    """Typer returns 130 for Ctrl-C instead of raising: the CLI still prints its one line. The run it leaves is
+    unfinished: `eval` refuses it in one line naming its step and status, and with --allow-unfinished scores it with
+    metrics.json saying so; `report` notes it."""
+    run_dir = tmp_path / "run"
+    process = start(train_command(inputs, run_dir, "--max-steps", "100000"), tmp_path / "train.log")
+    wait_for(process, lambda: (run_dir / "config.json").is_file() and checkpoints(run_dir), "the first checkpoint")
     assert_interrupted(stop(process, signal.SIGINT), tmp_path / "train.log")
     assert "benchbuild: interrupted" in (tmp_path / "train.log").read_text(encoding="utf-8", errors="replace")
+
+    _, data = inputs
+    run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    status, done = run["status"], run.get("steps_done") or 0
+    assert status in ("starting", "running")
+    refused = benchbuild_in_process("eval", "--run", run_dir, "--data", data, "--out", tmp_path / "refused",
+                                    "--device", "cpu")
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"is unfinished (step {done:,} of 100,000, unfinished, status {status!r})" in refused.stderr
+    assert "--allow-unfinished" in refused.stderr and not (tmp_path / "refused" / "metrics.json").exists()
+
+    scored = benchbuild_in_process("eval", "--run", run_dir, "--data", data, "--device", "cpu", "--allow-unfinished")
+    assert scored.returncode == 0, scored.stderr
+    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["unfinished"] == f"step {done:,} of 100,000, unfinished" and metrics["rows"] == 100
+    reported = benchbuild_in_process("report", run_dir, "--out", tmp_path / "report", "--format", "md")
+    assert reported.returncode == 0, reported.stderr
+    assert "has not finished training" in (tmp_path / "report.md").read_text(encoding="utf-8")

@@ -13,7 +13,8 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_rows
 from benchbuild.outputs import CLAIM_FILES, check_disjoint, is_metrics_file
 from benchbuild.run_folder import (CHECKPOINTS_DIR, METRICS_FILE, PREDICTIONS_FILE, benchmark_fingerprint,
-                                   check_result, claim, portable_path, read_run, write_metrics, write_predictions)
+                                   check_result, claim, portable_path, read_run, unfinished_note, write_metrics,
+                                   write_predictions)
 from benchbuild.zoo.loading import load_model, load_tokenizer, target_encoder
 from benchbuild.zoo.decoding import decoding_limit, generate_predictions, length_rule
 
@@ -26,13 +27,16 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
                  batch_size: int = 64,
                  out: str | Path | None = None, device: str = "auto", max_new_tokens: int | None = None,
                  lexicon: str | Path | None = None, compound: str | None = None,
-                 progress: bool = False) -> dict[str, Any]:
+                 progress: bool = False, allow_unfinished: bool = False) -> dict[str, Any]:
     """Decode `split` of benchmark `data` with the run's selected checkpoint and score it; files go to `out`
     (default: the run folder). Returns the metrics as written to `metrics.json`.
 
     The decoding is the run's recipe's (`beam`, and fairseq's `max_len_a`/`max_len_b` output cap: MT recipes decode
     as their papers' `fairseq-generate --beam 5 --max-len-a 1.2 --max-len-b 10`); `beam` replaces the recipe's beam
-    and `max_new_tokens` its cap. metrics.json says which beam and cap were used and where each came from."""
+    and `max_new_tokens` its cap. metrics.json says which beam and cap were used and where each came from.
+
+    Only a finished run is scored (run.json's status `complete`): an interrupted run, or one still training in another
+    process, is refused, unless `allow_unfinished`, and then metrics.json says `unfinished` ("step 50 of 150")."""
     from transformers.utils import logging as transformers_logging
 
     from benchbuild import zoo
@@ -46,6 +50,11 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
                               "the papers use 1 to 10)")
     run = read_run(run_dir)
     check_result(run_dir, run)
+    unfinished = unfinished_note(run)
+    if unfinished is not None and not allow_unfinished:
+        raise BenchbuildError(f"{run_dir} is unfinished ({unfinished}, status {run.get('status')!r}): finish it with "
+                              "the same `benchbuild train` command (it resumes), or pass --allow-unfinished to score "
+                              "its last selected checkpoint, marked unfinished")
     info = read_build_info(data)  # --data is a benchmark folder: checked before the model loads
     if not (run_dir / "config.json").is_file():
         raise BenchbuildError(f"{run_dir} holds no selected checkpoint yet (no config.json): train it first")
@@ -82,6 +91,7 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
         "split": split, "beam": beam, "beam_from": beam_from, "batch_size": batch_size,
         **length,
         **scores,
+        **({} if unfinished is None else {"unfinished": unfinished}),
     }
     with claim(destination):
         # A killed evaluation leaves neither file half written, nor new predictions beside an older metrics.json.
@@ -130,3 +140,4 @@ def check_evaluation_output(destination: Path, run_dir: Path, data: Path, lexico
             raise BenchbuildError(f"--out {destination} holds files that are not an evaluation's "
                                   f"({', '.join(foreign[:5]) or METRICS_FILE}): benchbuild replaces only what it "
                                   "wrote; choose a new folder")
+

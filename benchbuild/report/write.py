@@ -124,7 +124,7 @@ def check_report_outputs(prefix: Path, formats: Sequence[str], inputs: Sequence[
 def usable_runs(run_dirs: Sequence[str | Path]) -> tuple[list[Path], list[str]]:
     """The run folders to report, each once (a folder named twice, or by two paths, is one run), less failed runs;
     and a note for each left out."""
-    from benchbuild.run_folder import read_run
+    from benchbuild.run_folder import read_run, unfinished_note
 
     kept, seen, notes = [], {}, []
     for folder in map(Path, run_dirs):
@@ -137,6 +137,9 @@ def usable_runs(run_dirs: Sequence[str | Path]) -> tuple[list[Path], list[str]]:
         if run.get("status") == "failed":
             notes.append(f"{folder} is left out: it failed at step {run.get('failed_at_step')} ({run.get('failure')})")
             continue
+        if (unfinished := unfinished_note(run)) is not None:
+            notes.append(f"{folder} has not finished training ({unfinished}): its scores, if any (eval "
+                         "--allow-unfinished), are not a finished run's")
         kept.append(folder)
     if not kept:
         raise BenchbuildError("every run folder given failed: " + "; ".join(notes))
