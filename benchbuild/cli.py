@@ -6,6 +6,7 @@ the only place that saves a built benchmark, recording the command line that bui
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 from contextvars import ContextVar
@@ -23,8 +24,8 @@ from benchbuild.errors import BenchbuildError, Interrupted, Terminated
 from benchbuild.importing.parameters import ImportParameters, LayoutName
 from benchbuild.lake_baroni.parameters import LakeBaroniParameters
 from benchbuild.nounadj.parameters import NounAdjParameters
-from benchbuild.options import (DeviceOption, EncodingErrorsOption, FormatOption, OverwriteOption, key_values,
-                                with_parameters)
+from benchbuild.options import (MAX_SEED, DeviceOption, EncodingErrorsOption, FormatOption, OverwriteOption,
+                                key_values, with_parameters)
 from benchbuild.outputs import check_disjoint, check_output, check_path_text, path_inputs
 from benchbuild.react.parameters import DegreeParameters, ReactParameters
 from benchbuild.report.formats import format_option
@@ -427,8 +428,8 @@ def build_lake_baroni_command(
 
 
 def _positive_minutes(value: float | None) -> float | None:
-    if value is not None and not value > 0:
-        raise typer.BadParameter(f"must be a positive number of minutes; got {value}")
+    if value is not None and not (value > 0 and math.isfinite(value)):  # inf would reach run.json as `Infinity`
+        raise typer.BadParameter(f"must be a positive, finite number of minutes; got {value}")
     return value
 
 
@@ -437,7 +438,7 @@ def train_command(
     model: Annotated[str, typer.Option("--model", help="A catalogue model name (see `benchbuild zoo`) or a model .toml file.")],
     data: Annotated[Path, typer.Option("--data", help="A benchmark folder (written by a build command).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Run folder: selected checkpoint, checkpoints/, logs.")],
-    seed: Annotated[int, typer.Option("--seed", help="Seed of initialisation, batch order and dropout.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=MAX_SEED, help="Seed of initialisation, batch order and dropout.")] = 0,
     max_steps: Annotated[Optional[int], typer.Option("--max-steps", min=1, help="Step budget (default: the recipe's).")] = None,
     max_minutes: Annotated[Optional[float], typer.Option(
         "--max-minutes", callback=_positive_minutes, help="Also stop after this many minutes of training and validation, then validate once "

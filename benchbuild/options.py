@@ -24,7 +24,8 @@ from benchbuild.errors import BenchbuildError
 FormatOption = Annotated[Literal["arrow", "parquet", "jsonl"],
                          typer.Option("--format", help="Output layout: arrow (save_to_disk), parquet (Hub-ready) or jsonl.")]
 OverwriteOption = Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")]
-SeedOption = Annotated[int, typer.Option("--seed", help="Seed of every sampled split rule.")]
+MAX_SEED = 2 ** 32 - 1  # numpy's and torch's seeds: 0 to 2^32 - 1
+SeedOption = Annotated[int, typer.Option("--seed", min=0, max=MAX_SEED, help="Seed of every sampled split rule.")]
 EncodingErrorsOption = Annotated[Literal["strict", "replace"], typer.Option(
     "--encoding-errors", help="Invalid UTF-8: stop with an error, or replace and count it.")]
 

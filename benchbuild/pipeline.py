@@ -15,7 +15,8 @@ OptionValue = str | int | float | bool
 
 @dataclass
 class Step:
-    """One CLI command of a recipe with its options (`--key value`, `true` for a flag, a list for a repeated option)."""
+    """One CLI command of a recipe with its options (`--key value`, `true` for a flag and `false` for leaving it off, a
+    list for a repeated option)."""
 
     command: str
     options: dict[str, OptionValue | list[OptionValue]] = field(default_factory=dict)
@@ -30,10 +31,9 @@ class Step:
                 continue
             flag = "--" + key.replace("_", "-")
             if isinstance(value, bool):
+                # Every benchbuild flag is off unless given (none has a --no- form): `false` leaves it out.
                 if value:
                     args.append(flag)
-                else:
-                    args.append("--no-" + key.replace("_", "-"))
             elif isinstance(value, list):
                 for item in value:
                     args += [flag, str(item)]
