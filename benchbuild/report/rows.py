@@ -9,6 +9,8 @@ and where the paper's number is another model's; each row's test against the bes
 
 from __future__ import annotations
 
+import json
+
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -129,6 +131,10 @@ class ReportRow:
     paper_protocol: PaperProtocol | None = None  # how the paper's number was made, with `reported`
     metrics_files: list[Path] = field(default_factory=list)  # per run: its metrics.json, predictions.jsonl beside it
     against_best: AgainstBest | None = None  # its test against its column's best (`significance.compare_with_best`)
+    # What sets this row's runs apart from the same model's other rows on this benchmark split ("recipe=scan_000,
+    # d_model=64"; "" where the model has one configuration there); `model` then ends with it in brackets.
+    configuration: str = ""
+    repeated_seeds: list[Any] = field(default_factory=list)  # seeds given by more than one run: counted once
 
     @property
     def select(self) -> str:
@@ -148,7 +154,10 @@ class ReportRow:
 
         interval = SeedStatistics.of(self.values).mean_interval
         if interval is not None:
-            return interval, f"t-interval of the mean over {len(self.values)} seeds"
+            how = f"t-interval of the mean over {len(self.values)} seeds"
+            # Every headline metric is a percentage or BLEU points: a t-interval over 2-3 seeds can leave [0, 100].
+            clipped = [min(max(bound, 0.0), 100.0) for bound in interval]
+            return (clipped, f"{how}, clipped to [0, 100]") if clipped != list(interval) else (list(interval), how)
         if self.example_intervals and self.example_intervals[0] is not None:
             return self.example_intervals[0], "bootstrap over the test rows (the run's metrics.json)"
         return None
@@ -269,10 +278,48 @@ def headline_metrics(metrics: dict[str, Any]) -> dict[str, float]:
     return {key: float(value) for key, value in numbers.items() if value is not None}
 
 
+# Recipe keys that change no update: how often and on what a run validates, and how a batch is cut for speed.
+_NOT_THE_UPDATE = ("architecture", "eval_every", "eval_every_epochs", "ties", "held_out", "held_out_from",
+                   "allow_hidden_words", "eval_batch_size", "micro_batches", "length_groups", "select", "validate_by",
+                   "score_train", "steps", "epochs")  # the selection and the budget: `select` and `steps` below
+
+
+def run_configuration(run: dict[str, Any]) -> dict[str, Any]:
+    """What makes runs of one model one configuration, flattened to `key: value`: the recipe family, the architecture
+    as trained (the entry's keys under the recipe's and the run's overrides), the recipe keys that change an update,
+    the step budget and the benchmark's fingerprint; the seed is not part of it. From run.json's `identity` (a run.json
+    from before it existed: its recorded recipe and overrides)."""
+    identity = run.get("identity") or {}
+    flat: dict[str, Any] = {"recipe": run.get("recipe_family")}
+    architecture = {**(identity.get("architecture") or {}), **(identity.get("architecture_overrides")
+                                                               or run.get("architecture_overrides") or {})}
+    flat.update(architecture)
+    flat.update({key: value for key, value in (identity.get("recipe") or run.get("recipe") or {}).items()
+                 if key not in flat and key not in _NOT_THE_UPDATE})
+    flat["select"] = selection_rule(run)
+    flat["steps"] = run.get("step_budget")
+    flat["benchmark"] = (run.get("benchmark") or {}).get("fingerprint")
+    return flat
+
+
+def _configuration_words(configuration: dict[str, Any], others: Sequence[dict[str, Any]]) -> str:
+    """The `key=value` pairs of `configuration` where it differs from one of `others`, in a stable order."""
+    differing = [key for key in configuration if any(other.get(key) != configuration.get(key) for other in others)]
+    differing += sorted({key for other in others for key in other if key not in configuration})
+
+    def text(value: Any) -> str:
+        return "none" if value is None else str(value)[:8] if isinstance(value, str) and len(value) == 64 else str(value)
+
+    return ", ".join(f"{key}={text(configuration.get(key))}" for key in differing)
+
+
 def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
-    """Group every evaluation of the given runs by model, benchmark, split and metric, each group with the paper's
-    number for it (its model's catalogue entry as it is now) and how that number was made."""
-    groups: dict[tuple[str, str, str, str], ReportRow] = {}
+    """Group every evaluation of the given runs by model, configuration (`run_configuration`), benchmark, split and
+    metric, each group with the paper's number for it (its model's catalogue entry as it is now) and how that number
+    was made. A seed given by two runs of one configuration is counted once (the first), and said; a model with
+    several configurations on one benchmark split gets a row each, named by what sets it apart."""
+    groups: dict[tuple[str, str, str, str, str], ReportRow] = {}
+    configurations: dict[str, dict[str, Any]] = {}
     entries: dict[str, Any] = {}
     for run_dir in map(Path, run_dirs):
         run = read_run(run_dir)
@@ -287,11 +334,17 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
         differences = differences_of(entry, recipe) if entry is not None and recipe else []
         train_exact_match = run.get("train_exact_match")
         protocol = RunProtocol.of(run)
+        configuration = run_configuration(run)
+        label = json.dumps(configuration, sort_keys=True, default=str)
+        configurations[label] = configuration
         for path in files:
             metrics = read_metrics(path)
             benchmark, split = str(metrics.get("benchmark")), str(metrics.get("split"))
             for metric, value in headline_metrics(metrics).items():
-                key = (model, benchmark, split, metric)
+                key = (model, benchmark, split, metric, label)
+                if key in groups and run.get("seed") in groups[key].seeds:
+                    groups[key].repeated_seeds.append(run.get("seed"))
+                    continue
                 if key not in groups:
                     groups[key] = ReportRow(model, benchmark, split, metric,
                                             zoo_reference="" if entry is None else _zoo_reference(entry))
@@ -312,7 +365,25 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
                 row.train_exact_matches.append(None if train_exact_match is None else float(train_exact_match))
                 if differences:
                     row.differences.setdefault(str(recipe), differences)
-    return [groups[key] for key in sorted(groups)]
+    _name_configurations(groups, configurations)
+    return [groups[key] for key in sorted(groups, key=lambda key: (groups[key].model, *key[1:4]))]
+
+
+def _name_configurations(groups: dict[tuple[str, str, str, str, str], ReportRow],
+                         configurations: dict[str, dict[str, Any]]) -> None:
+    """Where one model has rows of several configurations on a benchmark split and metric, each row's `model` gets
+    what sets its configuration apart, "transformer [recipe=scan_000, d_model=64]"."""
+    cells: dict[tuple[str, str, str, str], list[str]] = {}
+    for model, benchmark, split, metric, label in groups:
+        cells.setdefault((model, benchmark, split, metric), []).append(label)
+    for (model, benchmark, split, metric), labels in cells.items():
+        if len(labels) < 2:
+            continue
+        for label in labels:
+            row = groups[(model, benchmark, split, metric, label)]
+            row.configuration = _configuration_words(configurations[label],
+                                                     [configurations[other] for other in labels if other != label])
+            row.model = f"{model} [{row.configuration}]"
 
 
 def _same_benchmark(reported: str, ours: str, split: str) -> bool:

@@ -169,6 +169,10 @@ def missing_pieces(runs: Sequence[RunSummary], rows: Sequence[ReportRow]) -> lis
     from benchbuild.report.headline import Column, headline_columns
 
     notes = []
+    repeated = {(row.model, row.benchmark, row.split): row.repeated_seeds for row in rows if row.repeated_seeds}
+    for (model, benchmark, split), seeds in repeated.items():
+        notes.append(f"{model} on {benchmark} ({split}): seed {', '.join(map(str, dict.fromkeys(seeds)))} was given "
+                     "by more than one run of the same configuration: counted once (the first run given).")
     for run in runs:
         if not run.evaluations:
             notes.append(f"{run.folder} has no metrics.json: left out of the tables (run `benchbuild eval --run "

@@ -71,9 +71,10 @@ def test_report_command_writes_markdown_and_csv(runs, tmp_path):
     result = CliRunner().invoke(app, ["report", *map(str, runs), "--out", str(tmp_path / "out" / "table")])
     assert result.exit_code == 0, result.output
     markdown = (tmp_path / "out" / "table.md").read_text()
-    # 2 and 6: mean 4, s.e. 2, the 95% t-interval 4 ± 12.706 x 2 (t with 1 degree of freedom)
+    # 2 and 6: mean 4, s.e. 2, the 95% t-interval 4 ± 12.706 x 2 (t with 1 degree of freedom), [-21.41, 29.41],
+    # clipped to a percentage's range
     assert ("| tiny_transformer | scan/addprim_jump | test | exact_match | 2 (0, 1) | 4.00 ± 2.00 | "
-            "[-21.41, 29.41]: t-interval of the mean over 2 seeds | "
+            "[0.00, 29.41]: t-interval of the mean over 2 seeds, clipped to [0, 100] | "
             "4.00: mean of 2 runs |  |  |  | no: the catalogue names no recipe for the paper's number | "
             "best_validation by exact_match |") in markdown
     assert ("| tiny_transformer | scan/addprim_jump | test | exact_match | 3 | mean (runs not recorded) | "
