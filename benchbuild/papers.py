@@ -196,6 +196,8 @@ def statistic_in_words(row: Mapping[str, Any]) -> str:
     if spread != "none":
         value = row.get("spread_value")
         words += f", ± {value:g} ({SPREADS[spread]})" if value is not None else f", spread: {SPREADS[spread]}"
+    if row.get("selection"):
+        words += f"; {row['selection']}"
     return words
 
 

@@ -53,3 +53,22 @@ def test_reported_with_says_when_a_number_names_no_recipe(tmp_path):
     path.write_text('name = "mine"\npaper = "003"\nsummary = "x"\nextends = "transformer"\n[[reported]]\n'
                     'benchmark = "scan/length"\nmetric = "exact_match"\nvalue = 1.0\ntable = "003 Table 1"\n')
     assert reported_with("003", [load_entry(path)]) == ["mine: no recipe named: scan/length"]
+
+
+def test_000s_table_3_numbers_say_they_are_the_best_of_a_grid_picked_on_the_test_set():
+    """000 Table 3 reports "the mean accuracy of the best hyperparameter configuration" of a grid, and scores SCAN on
+    test directly: every such number says so, with the grid's size for the model, wherever it is shown."""
+    from benchbuild.papers import statistic_in_words
+    from benchbuild.zoo import load_entry
+
+    sizes = {"transformer": (24, 576), "sag": (24, 576), "sag_conv": (48, 768), "sag_fixed_span": (24, 192),
+             "sag_t5": (24, 192)}
+    for model, (tied, independent) in sizes.items():
+        rows = [row for row in load_entry(model).reported if row["table"] == "000 Table 3"]
+        assert len(rows) == 3, model
+        for row in rows:
+            words = statistic_in_words(row)
+            assert words.startswith("mean of 3 runs") and "picked on the test set" in words, (model, words)
+            assert f"N = {tied} with one value for encoder and decoder, {independent} if" in words, (model, words)
+    plain = next(row for row in load_entry("syntactic_attention").reported if row["benchmark"] == "scan/simple")
+    assert "picked" not in statistic_in_words(plain)

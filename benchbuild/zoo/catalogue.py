@@ -107,7 +107,9 @@ class ReportedNumber:
     (percent, as exact match values are): runs whose final train exact match does not exceed it are left out of
     the statistic (002 App. B: "we excluded runs in which training accuracy did not get above 10%"). `model_reported`: the
     model the paper's number belongs to when it is not the one this entry builds (`lstm_attention`'s 002 Table 1 rows
-    are Bastings et al. 2018's GRU + attention); empty when it is. `note`: whatever else the row needs said."""
+    are Bastings et al. 2018's GRU + attention); empty when it is. `selection`: how the paper picked the
+    configuration the number belongs to, where it picked one (000 Table 3: the best 3-seed mean of a grid, chosen on
+    the test set), said beside the number wherever it is shown. `note`: whatever else the row needs said."""
 
     benchmark: str
     metric: str
@@ -121,6 +123,7 @@ class ReportedNumber:
     runs: int | None = None
     min_train_exact_match: float | None = None
     model_reported: str = ""
+    selection: str = ""
 
 
 def _check_reported(row: dict, where: str, label: str) -> None:
