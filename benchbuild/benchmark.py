@@ -179,6 +179,9 @@ def read_build_info(folder: str | Path) -> BuildInfo:
     """The BuildInfo of a built benchmark folder; a damaged `build.json` is a BenchbuildError naming it and the key,
     and saying to rebuild the folder."""
     path = Path(folder) / "build.json"
+    if not Path(folder).is_dir():
+        raise FileNotFoundError(f"{folder} is missing: no such benchmark folder" if not Path(folder).exists()
+                                else f"{folder} is a file, not a benchmark folder")
     if not path.is_file():
         inside = _benchmarks_inside(Path(folder))
         if inside:
@@ -240,6 +243,9 @@ def _split_files(folder: Path):
         return {path.name.split("-00000-of-")[0]: path for path in parquet}, _read_parquet
     if jsonl:
         return {path.stem: path for path in jsonl}, _read_jsonl
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is missing: no such benchmark folder" if not folder.exists()
+                                else f"{folder} is a file, not a benchmark folder")
     raise FileNotFoundError(f"{folder} holds no benchmark splits (no dataset_dict.json, data/*.parquet or data/*.jsonl)")
 
 

@@ -59,3 +59,17 @@ def test_an_infinite_time_budget_is_refused_and_a_finite_one_reaches_run_json_as
 def test_a_pipeline_steps_false_flag_is_left_off():
     step = Step("build-react", {"out": "o", "overwrite": False, "lowercase": True})
     assert step.argv() == ["build-react", "--out", "o", "--lowercase"]
+
+
+def test_a_missing_benchmark_folder_is_called_missing_by_every_reader(tmp_path):
+    from benchbuild.benchmark import load_splits, read_build_info
+
+    for read in (read_build_info, load_splits):
+        try:
+            read(tmp_path / "absent")
+        except FileNotFoundError as error:
+            assert str(error) == f"{tmp_path / 'absent'} is missing: no such benchmark folder"
+        else:
+            raise AssertionError(f"{read.__name__} read a folder that does not exist")
+    done = benchbuild_in_process("stats", tmp_path / "absent")
+    assert done.returncode == 1 and "is missing: no such benchmark folder" in done.stderr, done.stderr

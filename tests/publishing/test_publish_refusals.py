@@ -31,7 +31,8 @@ def test_a_folder_that_is_not_a_benchmark_is_refused(tmp_path):
 
 
 def test_a_missing_benchmark_folder_is_refused(tmp_path):
-    refused(benchbuild("publish", tmp_path / "absent", "--out", tmp_path / "out"), "is not a benchbuild benchmark")
+    refused(benchbuild("publish", tmp_path / "absent", "--out", tmp_path / "out"),
+            f"{tmp_path / 'absent'} is missing: no such benchmark folder")
     assert nothing_beside(tmp_path / "out")
 
 
