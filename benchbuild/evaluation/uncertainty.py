@@ -200,10 +200,15 @@ class DifferenceTest:
 
     def line(self) -> str:
         """`exact match: A 62.50, B 41.67 (A − B = +20.83); McNemar's exact test ...: p = 0.0386 *`."""
-        p = "p undefined" if self.p_value is None else f"p = {self.p_value:.4g}" + (" *" if self.significant else "")
+        p = "p undefined" if self.p_value is None else p_text(self.p_value) + (" *" if self.significant else "")
         detail = f" ({self.detail})" if self.detail else ""
         return (f"{self.metric}: A {self.a:.2f}, B {self.b:.2f} (A − B = {self.a - self.b:+.2f}); "
                 f"{self.test}{detail}: {p}")
+
+
+def p_text(p_value: float) -> str:
+    """"p = 0.0386"; a p-value that underflowed to 0 is below the smallest double, "p < 1e-300", never "p = 0"."""
+    return "p < 1e-300" if p_value < 1e-300 else f"p = {p_value:.4g}"
 
 
 def mcnemar_exact(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> DifferenceTest:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.evaluation.uncertainty import SIGNIFICANCE, DifferenceTest, welch_over_seeds
+from benchbuild.evaluation.uncertainty import SIGNIFICANCE, DifferenceTest, p_text, welch_over_seeds
 from benchbuild.report.compare import RunPair, compare_runs
 from benchbuild.report.headline import Column, headline_columns, metric_name
 from benchbuild.report.rows import ReportRow
@@ -67,7 +67,7 @@ class AgainstBest:
             return "the best mean"
         if self.test is None:
             return self.method
-        return f"p = {self.p_value:.4g}{' ' + MARK if self.significant else ''} in {self.method}"
+        return f"{p_text(self.p_value)}{' ' + MARK if self.significant else ''} in {self.method}"
 
 
 def missing_note(row: ReportRow) -> str | None:

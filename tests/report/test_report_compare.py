@@ -101,3 +101,15 @@ def test_compare_takes_no_other_run_folders_and_a_report_needs_some(trained_runs
     nothing = compare(empty, trained_runs.t5_scan)
     assert isinstance(nothing.exception, BenchbuildError) and "neither a run folder nor a folder of runs" in \
         str(nothing.exception)
+
+
+def test_a_p_value_below_the_smallest_double_is_printed_as_such_never_as_0():
+    """A right and B wrong on 1,100 rows: McNemar's exact p is 2 x 0.5^1100, below the smallest double (it
+    underflows to 0): the line says "p < 1e-300"; a p-value that fits is printed with 4 digits."""
+    from benchbuild.evaluation.uncertainty import mcnemar_exact
+
+    test = mcnemar_exact([True] * 1_100, [False] * 1_100)
+    assert test.p_value < 1e-300 and test.line().endswith("p < 1e-300 *"), test.line()
+    assert "p = 0" not in test.line()
+    fits = mcnemar_exact([True] * 12 + [False] * 8, [False] * 12 + [True] * 8)
+    assert fits.line().endswith(f"p = {binomtest(8, 20, 0.5).pvalue:.4g}"), fits.line()
