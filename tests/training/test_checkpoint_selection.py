@@ -181,8 +181,13 @@ def test_report_names_each_groups_selection_rule_and_reads_old_runs_as_best_vali
                                                          "exact_match": 50.0 + seed}))
         runs.append(folder)
     rows = build_report(runs)
-    assert [row.select for row in rows] == ["last, best_validation by exact_match"]
-    header, _, row = markdown_table(rows).splitlines()[:3]
-    cells = dict(zip((cell.strip() for cell in header.split("|")), (cell.strip() for cell in row.split("|"))))
-    assert cells["select"] == "last, best_validation by exact_match"
+    # Two selection rules are two configurations: a row each, named by the rule (a run.json without `select` was
+    # selected by the best validation exact match).
+    assert [(row.model, row.select) for row in rows] == [
+        ("no_such_model [select=best_validation by exact_match]", "best_validation by exact_match"),
+        ("no_such_model [select=last]", "last")]
+    header, _, *lines = markdown_table(rows).splitlines()
+    cells = [dict(zip((cell.strip() for cell in header.split("|")), (cell.strip() for cell in line.split("|"))))
+             for line in lines[:2]]
+    assert [row["select"] for row in cells] == ["best_validation by exact_match", "last"]
     assert build_report(runs[:1])[0].select == "last"

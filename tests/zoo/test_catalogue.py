@@ -114,7 +114,8 @@ def test_paper_entries_carry_the_numbers_their_paper_reports():
     jump = [r for r in transformer.reported if r["benchmark"] == "scan/addprim_jump"]
     assert jump == [{"benchmark": "scan/addprim_jump", "recipe": "scan_000", "metric": "exact_match", "value": 3.4,
                      "table": "000 Table 3", "statistic": "mean", "runs": 3, "spread": "se", "spread_value": 2.0,
-                     "note": jump[0]["note"]}]  # 000 Table 3: 3.4 ± 2.0, 1 SEM over seeds {0, 1, 2}
+                     "selection": jump[0]["selection"]}]  # 000 Table 3: 3.4 ± 2.0, 1 SEM over seeds {0, 1, 2}
+    assert "picked on the test set" in jump[0]["selection"]  # the best of its grid's 3-seed means
     assert {r["value"] for r in load_entry("sag_t5").reported if r["benchmark"] == "scan/addprim_jump"} == {43.0}
     for entry in list_entries():
         if entry.name != "hf":
