@@ -120,8 +120,8 @@ def check_result(run_dir: Path, run: dict[str, Any]) -> None:
 
 def unfinished_note(run: dict[str, Any]) -> str | None:
     """"step 50 of 150, unfinished" for a run whose run.json is not `complete` (interrupted, or still training),
-    None for a finished one."""
-    if run.get("status") == "complete":
+    None for a finished one (a run.json without a status, written by hand or by no training, counts as finished)."""
+    if run.get("status", "complete") == "complete":
         return None
     done, budget = run.get("steps_done"), run.get("step_budget")
     done = 0 if done is None else done

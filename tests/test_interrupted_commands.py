@@ -305,4 +305,6 @@ def test_ctrl_c_of_a_single_command_says_so_and_eval_scores_the_unfinished_run_o
     assert metrics["unfinished"] == f"step {done:,} of 100,000, unfinished" and metrics["rows"] == 100
     reported = benchbuild_in_process("report", run_dir, "--out", tmp_path / "report", "--format", "md")
     assert reported.returncode == 0, reported.stderr
-    assert "has not finished training" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "has not finished training" in text
+    assert "| tiny_transformer [finished=False] |" in text  # never a row that looks like a finished result

@@ -10,7 +10,6 @@ and where the paper's number is another model's; each row's test against the bes
 from __future__ import annotations
 
 import json
-
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -336,12 +335,16 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
         protocol = RunProtocol.of(run)
         configuration = run_configuration(run)
         label = json.dumps(configuration, sort_keys=True, default=str)
-        configurations[label] = configuration
         for path in files:
             metrics = read_metrics(path)
             benchmark, split = str(metrics.get("benchmark")), str(metrics.get("split"))
+            # An evaluation of an unfinished run (`eval --allow-unfinished`, also one the run has since trained past)
+            # is never averaged with finished ones: a configuration of its own, named "unfinished".
+            finished = run.get("status", "complete") == "complete" and not metrics.get("unfinished")
+            scored = label if finished else json.dumps({**configuration, "finished": False}, sort_keys=True, default=str)
+            configurations[scored] = configuration if finished else {**configuration, "finished": False}
             for metric, value in headline_metrics(metrics).items():
-                key = (model, benchmark, split, metric, label)
+                key = (model, benchmark, split, metric, scored)
                 if key in groups and run.get("seed") in groups[key].seeds:
                     groups[key].repeated_seeds.append(run.get("seed"))
                     continue
@@ -377,13 +380,14 @@ def _name_configurations(groups: dict[tuple[str, str, str, str, str], ReportRow]
     for model, benchmark, split, metric, label in groups:
         cells.setdefault((model, benchmark, split, metric), []).append(label)
     for (model, benchmark, split, metric), labels in cells.items():
-        if len(labels) < 2:
-            continue
         for label in labels:
             row = groups[(model, benchmark, split, metric, label)]
-            row.configuration = _configuration_words(configurations[label],
-                                                     [configurations[other] for other in labels if other != label])
-            row.model = f"{model} [{row.configuration}]"
+            others = [configurations[other] for other in labels if other != label]
+            words = _configuration_words(configurations[label], others) if others else ""
+            if configurations[label].get("finished") is False and "finished=" not in words:
+                words = ", ".join(filter(None, [words, "finished=False"]))
+            if words:
+                row.configuration, row.model = words, f"{model} [{words}]"
 
 
 def _same_benchmark(reported: str, ours: str, split: str) -> bool:
