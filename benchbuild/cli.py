@@ -720,13 +720,20 @@ def sweep_command(
                                           "nothing.")] = False,
     status: Annotated[bool, typer.Option("--status", help="Print every run's state, read from the run folders "
                                          "(also for a sweep running elsewhere), and exit.")] = False,
+    device: Annotated[Optional[str], typer.Option("--device", help="cpu, cuda, cuda:N or auto for every run "
+                                                  "(default: the sweep file's device).")] = None,
+    stack: Annotated[str, typer.Option("--stack", help="Train up to this many runs that differ only in seed as one "
+                                       "stacked model in one process; auto: on CUDA up to 72, on CPU none (no "
+                                       "faster there).")] = "auto",
 ) -> None:
     """Train and score a grid of models (x their architecture configurations) x benchmarks x seeds, resumable, then
     write the report beside the papers' numbers. A rerun of the same command skips finished runs and resumes killed
     ones."""
     from benchbuild.sweep import dry_run as print_dry_run, load_sweep, print_status, run_sweep
+    from benchbuild.sweep.stacks import parse_stack
 
-    sweep = load_sweep(sweep_file)
+    stack_option = parse_stack(stack)
+    sweep = load_sweep(sweep_file, device)
     engine.check()
     if engine.engine == "dask" and jobs != 1:
         raise BenchbuildError("--jobs sizes --engine local; with --engine dask the cluster's workers run the runs "
@@ -735,9 +742,10 @@ def sweep_command(
     if status:
         print_status(sweep, view)
     elif dry_run:
-        print_dry_run(sweep, view, jobs)
+        print_dry_run(sweep, view, jobs, stack_option)
     else:
-        written = run_sweep(sweep, engine, jobs, console, build=lambda recipe: run_command(recipe))
+        written = run_sweep(sweep, engine, jobs, console, build=lambda recipe: run_command(recipe),
+                            stack=stack_option)
         console.print(f"sweep {sweep.name}: {len(sweep.runs)} runs finished; wrote {', '.join(written)}")
 
 

@@ -24,9 +24,10 @@ def print_status(sweep: Sweep, console: Console) -> None:
     console.print(status_table([run_state(spec) for spec in sweep.runs], f"sweep {sweep.name}", console.width))
 
 
-def dry_run(sweep: Sweep, console: Console, jobs: int) -> None:
-    """The grid (its size: configurations per model, runs in all), what is already done, and the estimated cost of
-    the rest (from a few timed steps per model and configuration)."""
+def dry_run(sweep: Sweep, console: Console, jobs: int, stack: int | None = None) -> None:
+    """The grid (its size: configurations per model, runs in all), what is already done, which runs train as one
+    stack (here, and on CUDA under --stack auto), and the estimated cost of the rest (from a few timed steps per
+    model and configuration)."""
     from benchbuild.sweep.run import EVALUATION_SAMPLE, check_eval_split, check_folders, estimate
 
     states = check_folders(sweep)
@@ -34,6 +35,7 @@ def dry_run(sweep: Sweep, console: Console, jobs: int) -> None:
     console.print(status_table(states, f"sweep {sweep.name}: {len(states)} runs (dry run: nothing is trained)",
                                console.width))
     console.print(sweep.grid_summary(), markup=False, highlight=False)
+    _print_stacks(sweep, states, console, stack)
     missing = sorted({spec.data for spec in sweep.runs if not (Path(spec.data) / "build.json").is_file()})
     if missing:
         console.print(f"benchmark folders still to build ({sweep.file.build or 'no build pipeline given'}): "
@@ -56,13 +58,29 @@ def dry_run(sweep: Sweep, console: Console, jobs: int) -> None:
                   "validations and evaluations as timed on this machine; start-up not counted)", soft_wrap=True)
 
 
+def _print_stacks(sweep: Sweep, states, console: Console, stack: int | None) -> None:
+    """Which runs left would train as one stack: with this --stack on this sweep's device, and on CUDA."""
+    from benchbuild.sweep.stacks import AUTO_CUDA_STACK, describe, groups, stack_size
+
+    todo = [state.spec for state in states if state.state != "done"]
+    if not todo:
+        return
+    here = stack_size(stack, todo[0].device)
+    on_cuda = stack if stack is not None else AUTO_CUDA_STACK
+    for size, where in ((here, f"here (--stack {stack or 'auto'} on {todo[0].device})"),
+                        (on_cuda, f"on CUDA (--stack {stack or 'auto'}: up to {on_cuda} runs a stack)")):
+        lines = describe(groups(todo, size))
+        console.print(f"stacks {where}: " + (f"{len(lines)}\n" + "\n".join(lines) if lines else "none, every run "
+                      "trains alone"), markup=False, highlight=False, soft_wrap=True)
+
+
 def _hours(seconds: float) -> str:
     """`12.5 min` under two hours, else `37.2 h` (a grid's cost)."""
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:,.1f} h"
 
 
 def run_sweep(sweep: Sweep, engine: EngineParameters, jobs: int, console: Console,
-              build: Callable[[Path], None]) -> list[str]:
+              build: Callable[[Path], None], stack: int | None = None) -> list[str]:
     """Build missing benchmarks (the sweep's `build` pipeline, through `build`), run what is left, write the report
     over every finished run. Returns the report's files. The sweep's folder is locked (`locks.FolderLock`) until
     then: a second sweep of the same file is refused, naming this process."""
@@ -75,7 +93,7 @@ def run_sweep(sweep: Sweep, engine: EngineParameters, jobs: int, console: Consol
     check_eval_split(sweep)
     with FolderLock(sweep.folder, what="sweep"):
         _build_missing(sweep, build)
-        failed = _execute(sweep, engine, jobs, console)
+        failed = _execute(sweep, engine, jobs, console, stack)
         done = [spec.folder for spec in sweep.runs if run_state(spec).state == "done"]
         written: list[str] = []
         if done:
@@ -105,7 +123,7 @@ def _build_missing(sweep: Sweep, build: Callable[[Path], None]) -> None:
     check_eval_split(sweep)
 
 
-def _execute(sweep: Sweep, engine: EngineParameters, jobs: int, console: Console) -> list[str]:
+def _execute(sweep: Sweep, engine: EngineParameters, jobs: int, console: Console, stack: int | None) -> list[str]:
     """`run.execute`, saying how each run ended: a live table on a terminal, a line per run otherwise. Returns the
     folders of the failed runs."""
     from benchbuild.sweep.run import execute
@@ -121,7 +139,7 @@ def _execute(sweep: Sweep, engine: EngineParameters, jobs: int, console: Console
                           highlight=False)
 
     if not live_view:
-        return execute(sweep, engine, jobs, report)
+        return execute(sweep, engine, jobs, report, stack)
     stop = threading.Event()
     with Live(status_table([run_state(s) for s in sweep.runs], f"sweep {sweep.name}", console.width),
               console=console, refresh_per_second=1) as live:
@@ -132,7 +150,7 @@ def _execute(sweep: Sweep, engine: EngineParameters, jobs: int, console: Console
         watcher = threading.Thread(target=refresh, daemon=True)
         watcher.start()
         try:
-            failed = execute(sweep, engine, jobs, report)
+            failed = execute(sweep, engine, jobs, report, stack)
         finally:
             stop.set()
             watcher.join()

@@ -12,6 +12,7 @@ left (each run resumes from its last checkpoint).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -26,6 +27,7 @@ from typing import Any, Callable
 from benchbuild.engine import EngineParameters, open_engine
 from benchbuild.errors import BenchbuildError
 from benchbuild.sweep.spec import CONFIG_FILE, RunSpec, Sweep
+from benchbuild.sweep.stacks import Group
 from benchbuild.sweep.state import RunState, run_state
 
 _WORKER: dict[str, Any] = {}
@@ -43,8 +45,6 @@ def cpu_budget() -> int:
 def run_one(spec: RunSpec, threads: int, root: str) -> dict[str, Any]:
     """Train (or resume) and score one run into its folder, on `threads` torch threads; relative paths of the sweep
     are taken from `root` (the sweep's working folder: a Dask worker runs elsewhere, on the same filesystem)."""
-    import dataclasses
-
     from tqdm import tqdm
 
     from benchbuild.device import cpu_threads
@@ -55,15 +55,9 @@ def run_one(spec: RunSpec, threads: int, root: str) -> dict[str, Any]:
     # by Dask's nanny) leaves to the resource tracker, and that warns of a leak; a worker draws no progress bars.
     tqdm.set_lock(threading.RLock())
 
-    folder = Path(root, spec.folder)
+    folder = _configured_folder(spec, root)
     state_of = dataclasses.replace(spec, folder=str(folder))  # `data` as the sweep file gives it: the recorded one
     data = str(Path(root, spec.data))
-    config = folder / CONFIG_FILE
-    if not config.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / (CONFIG_FILE + ".partial")
-        partial.write_text(json.dumps(spec.config(), indent=2) + "\n", encoding="utf-8")
-        partial.replace(config)
     device = _WORKER.get("device") or spec.device
     with cpu_threads(threads):
         if run_state(state_of).state in ("pending", "partial"):
@@ -109,50 +103,112 @@ def check_eval_split(sweep: Sweep) -> None:
                                   f"{', '.join(splits)}): fix [eval] split; nothing was trained")
 
 
-def execute(sweep: Sweep, engine: EngineParameters, jobs: int, on_finished: Callable[[str, str | None], None]) -> list[str]:
-    """Run every run that is not done; `on_finished(folder, error)` after each (`error` None when it succeeded).
-    Returns the folders of the failed runs."""
+def execute(sweep: Sweep, engine: EngineParameters, jobs: int, on_finished: Callable[[str, str | None], None],
+            stack: int | None = None) -> list[str]:
+    """Run every run that is not done, runs that differ only in seed in stacks of up to `stack` (None: auto,
+    `stacks.stack_size`); `on_finished(folder, error)` after each (`error` None when it succeeded). Returns the
+    folders of the failed runs."""
+    from benchbuild.sweep.stacks import groups, stack_size
+
     todo = [state.spec for state in check_folders(sweep) if state.state != "done"]
     if not todo:
         return []
+    work = groups(todo, stack_size(stack, todo[0].device))
     if engine.engine == "dask":
-        return _on_dask(todo, engine, on_finished)
-    return _locally(todo, jobs, on_finished)
+        return _on_dask(work, engine, on_finished)
+    return _locally(work, jobs, on_finished)
 
 
-def _on_dask(todo: list[RunSpec], parameters: EngineParameters, on_finished: Callable[[str, str | None], None]) -> list[str]:
+def run_group(group: Group, threads: int, root: str) -> list[dict[str, Any]]:
+    """`run_one` for a run trained alone; for a stack, train (or resume) its runs together (`train_stack`) and score
+    each: one result per run, a run that failed in the stack with its error."""
+    if not group.stacked:
+        return [run_one(group.specs[0], threads, root)]
+    from tqdm import tqdm
+
+    from benchbuild.device import cpu_threads
+    from benchbuild.evaluation.evaluate import evaluate_run
+    from benchbuild.training.loop import RunOptions
+    from benchbuild.training.stack import train_stack
+
+    tqdm.set_lock(threading.RLock())  # as in run_one
+    device = _WORKER.get("device") or group.specs[0].device
+    first = group.specs[0]
+    data = str(Path(root, first.data))
+    members = []
+    for spec in group.specs:
+        folder = _configured_folder(spec, root)
+        if run_state(dataclasses.replace(spec, folder=str(folder))).state in ("pending", "partial"):
+            members.append((folder, RunOptions(
+                seed=spec.seed, max_steps=spec.max_steps, device=device, recipe=spec.recipe,
+                overrides=spec.overrides or None, architecture_overrides=spec.architecture_overrides or None,
+                progress=False)))
+    results = {}
+    with cpu_threads(threads):
+        failed = train_stack(first.model, data, members, progress=False).failed if members else {}
+        for spec in group.specs:
+            folder = Path(root, spec.folder)
+            if folder in failed:
+                results[spec.folder] = {"folder": spec.folder, "error": failed[folder]}
+                continue
+            try:
+                if run_state(dataclasses.replace(spec, folder=str(folder))).state != "done":
+                    evaluate_run(folder, data, split=spec.split, beam=spec.beam, batch_size=spec.batch_size,
+                                 device=device, progress=False)
+                results[spec.folder] = {"folder": spec.folder}
+            except BenchbuildError as error:
+                results[spec.folder] = {"folder": spec.folder, "error": str(error)}
+    return [results[spec.folder] for spec in group.specs]
+
+
+def _configured_folder(spec: RunSpec, root: str) -> Path:
+    """The run's folder under `root`, holding the sweep's record of its configuration (`sweep_run.json`)."""
+    folder = Path(root, spec.folder)
+    config = folder / CONFIG_FILE
+    if not config.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / (CONFIG_FILE + ".partial")
+        partial.write_text(json.dumps(spec.config(), indent=2) + "\n", encoding="utf-8")
+        partial.replace(config)
+    return folder
+
+
+def _on_dask(work: list[Group], parameters: EngineParameters,
+             on_finished: Callable[[str, str | None], None]) -> list[str]:
     from benchbuild.device import visible_cuda_devices
 
-    gpus = visible_cuda_devices() if todo[0].device != "cpu" and parameters.scheduler is None else 0
+    device = work[0].specs[0].device
+    gpus = visible_cuda_devices() if device != "cpu" and parameters.scheduler is None else 0
     failed = []
     with open_engine(parameters, gpus=gpus) as engine:
-        resources = {"GPU": 1} if engine.gpus and todo[0].device != "cpu" else None
+        resources = {"GPU": 1} if engine.gpus and device != "cpu" else None
         # Each task trains with one thread: a Dask worker is one single-threaded process.
-        results = engine.map(_guarded, todo, shared=(1, os.getcwd()), resources=resources, retries=1)
-        for spec, result in zip(todo, results):
-            if "error" in result:
-                failed.append(spec.folder)
-            on_finished(spec.folder, result.get("error"))
+        outcomes = engine.map(_guarded, work, shared=(1, os.getcwd()), resources=resources, retries=1)
+        for group, results in zip(work, outcomes):
+            for spec, result in zip(group.specs, results):
+                if "error" in result:
+                    failed.append(spec.folder)
+                on_finished(spec.folder, result.get("error"))
     return failed
 
 
-def _guarded(spec: RunSpec, threads: int, root: str) -> dict[str, Any]:
-    """`run_one`, with a user error (BenchbuildError) returned instead of raised: one bad run does not stop the
-    others; anything else is raised (and retried by Dask)."""
+def _guarded(group: Group, threads: int, root: str) -> list[dict[str, Any]]:
+    """`run_group`, with a user error (BenchbuildError) returned for each of its runs instead of raised: one bad run
+    does not stop the others; anything else is raised (and retried by Dask)."""
     try:
-        return run_one(spec, threads, root)
+        return run_group(group, threads, root)
     except BenchbuildError as error:
-        return {"folder": spec.folder, "error": str(error)}
+        return [{"folder": spec.folder, "error": str(error)} for spec in group.specs]
 
 
-def _locally(todo: list[RunSpec], jobs: int, on_finished: Callable[[str, str | None], None]) -> list[str]:
+def _locally(work: list[Group], jobs: int, on_finished: Callable[[str, str | None], None]) -> list[str]:
     import multiprocessing
 
     from benchbuild.device import resolve_device, visible_cuda_devices
 
-    gpus = visible_cuda_devices() if todo[0].device != "cpu" else 0
+    gpus = visible_cuda_devices() if work[0].specs[0].device != "cpu" else 0
     if gpus:
-        resolve_device(todo[0].device, gpus)
+        resolve_device(work[0].specs[0].device, gpus)
         devices = [f"cuda:{index % gpus}" for index in range(jobs)]
     else:
         devices = [None] * jobs
@@ -165,15 +221,15 @@ def _locally(todo: list[RunSpec], jobs: int, on_finished: Callable[[str, str | N
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker,
                                initargs=(queue, os.getpid()))
     try:
-        pending = {pool.submit(_guarded, spec, threads, os.getcwd()): spec for spec in todo}
+        pending = {pool.submit(_guarded, group, threads, os.getcwd()): group for group in work}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                spec = pending.pop(future)
-                result = future.result()
-                if "error" in result:
-                    failed.append(spec.folder)
-                on_finished(spec.folder, result.get("error"))
+                group = pending.pop(future)
+                for spec, result in zip(group.specs, future.result()):
+                    if "error" in result:
+                        failed.append(spec.folder)
+                    on_finished(spec.folder, result.get("error"))
     except BaseException:
         # Ctrl-C, SIGTERM (`Terminated`) or an error: `shutdown` alone would wait for every queued run to train to
         # the end. A terminated run resumes from its last checkpoint when the sweep is run again.

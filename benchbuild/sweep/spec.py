@@ -217,11 +217,14 @@ class Sweep:
                 f"benchmarks x {len(self.file.seeds)} seeds = {len(self.runs):,} runs")
 
 
-def load_sweep(path: str | Path) -> Sweep:
-    """Read `path`, check every key, model, benchmark and combination, and expand the grid. Nothing is run."""
+def load_sweep(path: str | Path, device: str | None = None) -> Sweep:
+    """Read `path`, check every key, model, benchmark and combination, and expand the grid. Nothing is run.
+    `device` (the command's --device) replaces the file's `device`."""
     path = Path(path)
     where = str(path)
     sweep = from_table(SweepFile, read_toml(path, "sweep file"), where)
+    if device is not None:
+        sweep.device = device
     name = check_name(sweep.name or path.stem, f"{where}: name")
     check_relative(sweep.out, f"{where}: out")
     if sweep.report.out is not None:

@@ -69,6 +69,7 @@ class RunOptions:
     validation_split: str | None = None
     progress: bool = True
     overwrite: bool = False
+    stacked: bool = False  # trained in a stack (`training.stack`): part of the run's identity, so never resumed alone
 
 
 @dataclass
@@ -211,6 +212,8 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         "architecture_overrides": options.architecture_overrides or {},
         "benchmark": {name: split.fingerprint for name, split in info.splits.items()}, "seed": options.seed,
         "recipe_family": family, "validation": validation_name, "recipe": _recipe_identity(training_recipe),
+        # A stacked run draws its dropout masks from its own stream (`zoo.stacking`), not torch's generator.
+        **({"trainer": "stacked"} if options.stacked else {}),
     }
     accelerator = start_accelerator(options.device, training_recipe.precision)
     # Under `accelerate launch`, only the main process writes the run folder; the others wait until it is ready. A
@@ -305,17 +308,24 @@ def step(run: PreparedRun) -> float:
     run.optimizer.step()
     run.scheduler.step()
     run.optimizer.zero_grad(set_to_none=True)
-    run.state.step += 1
     last_loss = accelerator.reduce(loss.detach(), "sum").item()
-    if not math.isfinite(last_loss):
-        _diverged(run, last_loss)
-    run.window.append(last_loss)
+    count_step(run, last_loss, learning_rate)
+    return last_loss
+
+
+def count_step(run: PreparedRun, loss: float, learning_rate: float) -> None:
+    """After an update of `run` with the step's `loss` (summed over processes) at `learning_rate`: count the step,
+    end the run on a non-finite loss (`_diverged`), and every `run.eval_every // 10` steps (and at the last) log the
+    mean loss since the last log line (main process)."""
+    run.state.step += 1
+    if not math.isfinite(loss):
+        _diverged(run, loss)
+    run.window.append(loss)
     log_every = max(1, run.eval_every // 10)
-    if accelerator.is_main_process and (run.state.step % log_every == 0 or run.state.step == run.budget):
+    if run.accelerator.is_main_process and (run.state.step % log_every == 0 or run.state.step == run.budget):
         run.logged_loss = (sum(run.window) / len(run.window), len(run.window))
         append_log(run.out, {"step": run.state.step, "loss": run.logged_loss[0], "lr": learning_rate})
         run.window = []
-    return last_loss
 
 
 def _diverged(run: PreparedRun, loss: float) -> None:

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from numba import njit, prange
 from torch import nn
 
+from benchbuild.zoo import stacking
 from benchbuild.zoo.attention.hash_masks import numba_threads
 
 KERNEL_DTYPES = (torch.float32, torch.float64)
@@ -64,7 +65,8 @@ class LayerNorm(nn.LayerNorm):
     number of threads (module docstring)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if (x.device.type != "cpu" or x.dtype not in KERNEL_DTYPES or self.weight is None or self.bias is None
-                or not torch.is_grad_enabled() or not (x.requires_grad or self.weight.requires_grad)):
+        if (stacking.active() or x.device.type != "cpu" or x.dtype not in KERNEL_DTYPES or self.weight is None
+                or self.bias is None or not torch.is_grad_enabled()
+                or not (x.requires_grad or self.weight.requires_grad)):
             return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
         return _LayerNormFunction.apply(x, self.weight, self.bias, self.eps)

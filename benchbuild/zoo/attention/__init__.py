@@ -23,6 +23,7 @@ import enum
 
 import torch
 
+from benchbuild.zoo import stacking
 from benchbuild.zoo.attention import hashed_dropout, packed, sdpa
 from benchbuild.zoo.attention.layouts import SequenceLayout
 from benchbuild.zoo.attention.hash_masks import HASHED_DTYPES
@@ -45,8 +46,12 @@ def choose_backend(device: torch.device, dtype: torch.dtype, *, head_dim: int, d
     Off the CPU: SDPA, before anything CPU-specific is looked at. On CPU: PACKED for a grouped training call
     (`packable`) without distance terms (position "absolute" or "none", every cross-attention) when the kernel
     takes the dtype and head size and is on and built (`BENCHBUILD_PACKED_ATTENTION=0` turns it off); else
-    HASHED_DROPOUT when attention weights are dropped (0 < `dropout` < 1) in float32 / float64; else SDPA.
+    HASHED_DROPOUT when attention weights are dropped (0 < `dropout` < 1) in float32 / float64; else SDPA. In a
+    stacked pass (`zoo.stacking`), on any device: HASHED_DROPOUT, whose dropout masks then come from each member's
+    stream (torch's vmap rule for fused attention calls a CPU kernel that refuses a position bias needing gradients).
     """
+    if stacking.active():
+        return Backend.HASHED_DROPOUT
     if device.type != "cpu":
         return Backend.SDPA
     if packable and not distance_terms and packed.takes(dtype, head_dim):

@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from numba import njit, prange
 
+from benchbuild.zoo import stacking
+
 _STEP = np.uint32(0x9E3779B9)  # odd, so i -> i · _STEP is a bijection of 32-bit indices
 _MULTIPLIER_1 = np.uint32(0x7FEB352D)
 _MULTIPLIER_2 = np.uint32(0x846CA68B)
@@ -131,7 +133,8 @@ class _DropoutFunction(torch.autograd.Function):
 
 
 def _uses_kernel(x: torch.Tensor, p: float) -> bool:
-    return x.device.type == "cpu" and x.dtype in HASHED_DTYPES and p < 1.0 and x.numel() < _MAX_ELEMENTS
+    return (not stacking.active() and x.device.type == "cpu" and x.dtype in HASHED_DTYPES and p < 1.0
+            and x.numel() < _MAX_ELEMENTS)
 
 
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
@@ -148,6 +151,8 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """`F.dropout(x, p, training)`, with the CPU mask of `keep_mask`."""
     if not training or p == 0.0:
         return x
+    if stacking.active():
+        return stacking.dropout(x, p)
     if not _uses_kernel(x, p):
         return F.dropout(x, p, training)
     return _DropoutFunction.apply(x, p)
