@@ -62,6 +62,7 @@ def train_stack(model: str | Path, data: str | Path, members: Sequence[tuple[str
     _check_members(members)
     for out, _ in members:
         check_run_paths(model, data, out)
+    _check_recipes(model, data, members)
     with contextlib.ExitStack() as held:
         for out, _ in members:
             held.enter_context(_claimed(out))
@@ -71,7 +72,7 @@ def train_stack(model: str | Path, data: str | Path, members: Sequence[tuple[str
         for run in runs:
             run.record["stack"] = {"members": len(runs), "with": [_relative(other.out, run.out) for other in runs
                                                                    if other is not run]}
-        stack = _Stack(runs)
+        stack = Stack(runs)
         failed: dict[Path, str] = {}
         total = sum(run.budget for run in runs)
         with _StepProgress(progress, total, sum(run.state.step for run in runs)) as advance:
@@ -112,6 +113,43 @@ def _check_members(members: list[tuple[Path, RunOptions]]) -> None:
                               "--max-minutes")
 
 
+def _check_recipes(model: str | Path, data: str | Path, members: list[tuple[Path, RunOptions]]) -> None:
+    """Before any run folder is written: one stackable model kind, one architecture, and recipes that agree on what
+    sets the batches (row batches of one size, cut into as many micro-batches, in one precision)."""
+    import json
+
+    from benchbuild import zoo
+    from benchbuild.benchmark import read_build_info
+    from benchbuild.training.recipe import default_recipe, resolve_recipe
+
+    zoo.register()
+    entry = zoo.load_entry(model)
+    kind = entry.architecture.get("kind")
+    if kind not in STACKABLE_KINDS:
+        raise BenchbuildError(f"{entry.name}: a {kind} model cannot be trained in a stack (stackable kinds: "
+                              f"{', '.join(STACKABLE_KINDS)}); train its runs one by one")
+    first_out, first = members[0]
+    for out, options in members[1:]:
+        if json.dumps(options.architecture_overrides or {}, sort_keys=True) != \
+                json.dumps(first.architecture_overrides or {}, sort_keys=True):
+            raise BenchbuildError(f"{out} and {first_out} differ in architecture: the runs of a stack share their "
+                                  "shapes")
+    info = read_build_info(Path(data))
+    batching = None
+    for out, options in members:
+        family = options.recipe or default_recipe(entry.recipes, entry.reported, info.family, info.name, info.splits)
+        recipe = resolve_recipe(entry.recipes, family, options.overrides, source=str(entry.path))
+        if recipe.batch_tokens is not None:
+            raise BenchbuildError(f"{out}: a recipe with token batches (batch_tokens) cannot be stacked: each "
+                                  "member's batches would hold other numbers of rows")
+        mine = {key: getattr(recipe, key) for key in ("batch_size", "micro_batches", "precision")}
+        if batching is not None and mine != batching:
+            key = next(key for key in mine if mine[key] != batching[key])
+            raise BenchbuildError(f"{out} and {first_out} differ in {key} ({mine[key]!r} and {batching[key]!r}): "
+                                  "the runs of a stack share it")
+        batching = mine
+
+
 def _check_stackable(runs: list[PreparedRun]) -> None:
     """The members share shapes and batches: one stackable architecture, parameter shapes, tokenizer, batch size,
     micro-batches, precision and row batches (token batches differ in rows per member)."""
@@ -145,7 +183,7 @@ def _shapes(run: PreparedRun) -> dict[str, tuple[int, ...]]:
     return {name: tuple(parameter.shape) for name, parameter in network.named_parameters()}
 
 
-class _Stack:
+class Stack:
     """The members' parameters as stacked tensors (member m's parameters are views of row m), restacked when the
     group being stepped changes, and one step of a group."""
 

@@ -164,7 +164,16 @@ def test_runs_of_other_shapes_are_refused_before_a_step(tiny_scan, tmp_path):
                                               architecture_overrides={"d_ff": 64}))]
     with pytest.raises(BenchbuildError, match="differ in architecture"):
         train_stack(model, tiny_scan, members, progress=False)
-    assert not list(tmp_path.glob("*/checkpoints"))
+    other_batches = [members[0], (tmp_path / "wide", RunOptions(seed=1, device="cpu", max_steps=5,
+                                                                overrides={"batch_size": 8}))]
+    with pytest.raises(BenchbuildError, match="differ in batch_size"):
+        train_stack(model, tiny_scan, other_batches, progress=False)
+    # Refused before any folder was written: the corrected stack starts afresh.
+    assert not (tmp_path / "narrow").exists() and not (tmp_path / "wide").exists()
+    result = train_stack(model, tiny_scan, [members[0], (tmp_path / "wide", RunOptions(seed=1, device="cpu",
+                                                                                          max_steps=5))],
+                         progress=False)
+    assert len(result.finished) == 2
 
 
 SWEEP = """\
@@ -217,3 +226,38 @@ def test_a_stack_size_that_is_not_a_number_of_runs_is_refused_in_one_line(value)
     assert len(lines) == 1
     assert lines[0].startswith(f"benchbuild: error: --stack takes 'auto' or a number of runs of at least 1; got "
                                f"'{value}'")
+
+
+def test_a_stacked_sweep_killed_mid_training_resumes_to_what_an_unstopped_stack_gives(tiny_scan, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from commands import BENCHBUILD
+
+    model = _entry(tmp_path, 0.1, "tiny")
+    (tmp_path / "sweep.toml").write_text(SWEEP.format(data=tiny_scan).replace("steps = 20", "steps = 80"),
+                                         encoding="utf-8")
+    command = [BENCHBUILD, "sweep", "sweep.toml", "--stack", "3", "--device", "cpu"]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    sweep = subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, start_new_session=True)
+    first_checkpoint = tmp_path / "runs/stacked/tiny/simple/seed2/checkpoints/step-00000010/trainer_state.pt"
+    while not first_checkpoint.exists() and sweep.poll() is None:
+        time.sleep(0.05)  # waiting for the event (a file the stack writes), not for a deadline
+    os.killpg(sweep.pid, signal.SIGKILL)
+    sweep.wait()
+    killed_at = [json.loads((tmp_path / f"runs/stacked/tiny/simple/seed{seed}/run.json").read_text())
+                 for seed in SEEDS]
+    assert all(record["status"] != "complete" for record in killed_at), "the kill came too late to test anything"
+    done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    train_stack(model, tiny_scan,
+                [(tmp_path / f"whole{seed}", RunOptions(seed=seed, device="cpu", max_steps=80)) for seed in SEEDS],
+                progress=False)
+    for seed in SEEDS:
+        resumed = tmp_path / f"runs/stacked/tiny/simple/seed{seed}"
+        assert _close(_losses(resumed), _losses(tmp_path / f"whole{seed}"))
+        assert json.loads((resumed / "run.json").read_text())["status"] == "complete"
