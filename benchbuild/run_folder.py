@@ -82,6 +82,11 @@ def open_run(out: Path, identity: dict[str, Any], overwrite: bool) -> dict[str, 
         previous = run.get("identity", {})
         if previous != identity:
             differing = sorted(key for key in set(previous) | set(identity) if previous.get(key) != identity.get(key))
+            if differing == ["trainer"]:
+                how = ("in a stack (benchbuild sweep --stack): resume it with the same sweep command"
+                       if previous.get("trainer") == "stacked" else "alone (benchbuild train): resume it that way")
+                raise BenchbuildError(f"{out} holds a run trained {how}, or pass --overwrite to start again (it "
+                                      "differs in: trainer)")
             raise BenchbuildError(f"{out} holds a different run (it differs in: {', '.join(differing)}): "
                                   "pass --overwrite to replace it, or choose another --out")
         return run

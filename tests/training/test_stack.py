@@ -105,7 +105,8 @@ def test_a_member_folder_is_a_run_folder_that_loads_and_scores_as_its_single_run
 
 def test_a_plain_train_of_a_stacked_run_folder_is_refused(no_dropout, tiny_scan):
     tmp, model, _ = no_dropout
-    with pytest.raises(BenchbuildError, match="differs in: trainer"):
+    with pytest.raises(BenchbuildError, match=r"holds a run trained in a stack \(benchbuild sweep --stack\): resume "
+                       r"it with the same sweep command, or pass --overwrite to start again \(it differs in: trainer"):
         train(model, tiny_scan, tmp / "member0", seed=0, device="cpu", progress=False, max_steps=STEPS + 5)
 
 
@@ -261,3 +262,27 @@ def test_a_stacked_sweep_killed_mid_training_resumes_to_what_an_unstopped_stack_
         resumed = tmp_path / f"runs/stacked/tiny/simple/seed{seed}"
         assert _close(_losses(resumed), _losses(tmp_path / f"whole{seed}"))
         assert json.loads((resumed / "run.json").read_text())["status"] == "complete"
+
+
+def test_runs_group_into_stacks_by_configuration_and_a_started_run_keeps_how_it_started(no_dropout, tiny_scan,
+                                                                                      tmp_path, monkeypatch):
+    from benchbuild.sweep.spec import load_sweep
+    from benchbuild.sweep.stacks import groups
+
+    _, model, _ = no_dropout
+    shutil.copy(model, tmp_path / "tiny.toml")
+    (tmp_path / "sweep.toml").write_text(SWEEP.format(data=tiny_scan), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    runs = load_sweep("sweep.toml", "cpu").runs
+
+    def shape(size):
+        return [([spec.seed for spec in group.specs], group.stacked) for group in groups(runs, size)]
+
+    assert shape(1) == [([0], False), ([1], False), ([2], False)]
+    assert shape(2) == [([0, 1], True), ([2], True)]
+    started = Path(runs[1].folder)
+    started.mkdir(parents=True)
+    (started / "run.json").write_text(json.dumps({"identity": {"trainer": "stacked"}, "status": "running"}))
+    assert shape(1) == [([0], False), ([1], True), ([2], False)]
+    (started / "run.json").write_text(json.dumps({"identity": {"seed": 1}, "status": "running"}))
+    assert shape(3) == [([0, 2], True), ([1], False)]
