@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from benchbuild.device import resolve_device
+from benchbuild.device import cpu_threads, resolve_device
 from benchbuild.scan.build import build_scan
 from benchbuild.scan.parameters import ScanParameters
 from benchbuild.training.loop import RunOptions, prepare, step
@@ -65,8 +65,8 @@ def single_rate(data: Path, work: Path, device: str, steps: int, warmup: int, sm
 
 def _single_in_process(arguments) -> float:
     data, work, device, steps, warmup, smoke, tf32, start = arguments
-    torch.set_num_threads(1)
-    return single_rate(Path(data), Path(work), device, steps, warmup, smoke, tf32, start)
+    with cpu_threads(1):
+        return single_rate(Path(data), Path(work), device, steps, warmup, smoke, tf32, start)
 
 
 def processes_rate(count: int, data: Path, work: Path, device: str, steps: int, warmup: int, smoke: bool,
@@ -126,6 +126,8 @@ def main() -> None:
     device = str(resolve_device(args.device))
     sizes = [int(size) for size in args.stacks.split(",")]
     with contextlib.ExitStack() as held:
+        # As `train` does: numba's OpenMP layer would otherwise put torch on every core at its first dropout kernel.
+        held.enter_context(cpu_threads(torch.get_num_threads()))
         work = args.work or Path(held.enter_context(tempfile.TemporaryDirectory(prefix="stacked-training-")))
         data = work / "addprim_jump"
         if not (data / "build.json").is_file():
