@@ -116,7 +116,7 @@ def _environment() -> jinja2.Environment:
 
 def card_template(name: str) -> jinja2.Template:
     """A card template of the package (`data_cards/NAME`): a benchmark family's, or `model_card.md.j2`, the one a
-    training run's README.md is rendered from (`benchbuild.training.model_card`)."""
+    training run's README.md is rendered from (`benchbuild.model_card`)."""
     return _environment().get_template(name)
 
 

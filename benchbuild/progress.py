@@ -9,6 +9,14 @@ from typing import Callable, Iterator
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 
+def clock(seconds: float) -> str:
+    """A duration as H:MM:SS, the hours unbounded (a 50-hour run reads 50:00:00): how training's progress lines, the
+    sweep's table and the report's runs table all write one."""
+    minutes, second = divmod(round(seconds), 60)
+    hours, minute = divmod(minutes, 60)
+    return f"{hours}:{minute:02d}:{second:02d}"
+
+
 @contextmanager
 def progress_bar(description: str, total: float | None, enabled: bool = True) -> Iterator[Callable[..., None]]:
     """Yield `advance(label="", amount=1)`; draws a bar on stderr when enabled and stderr is a terminal."""

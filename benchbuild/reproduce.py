@@ -221,7 +221,7 @@ def _training_arguments(record: Mapping[str, Any], entry_reference: str, data: P
     any recipe key the catalogue entry now gives otherwise set back to the recorded value."""
     from benchbuild import zoo
     from benchbuild.benchmark import read_build_info
-    from benchbuild.training.recipe import resolve_recipe
+    from benchbuild.zoo.recipe import resolve_recipe
 
     arguments = record.get("arguments")
     if not isinstance(arguments, Mapping):

@@ -110,3 +110,48 @@ def test_attention_owns_its_dropout_and_imports_nothing_of_the_zoo_that_uses_it(
             outside += [f"{path.name}: {name}" for name in names
                         if name.startswith("benchbuild.zoo") and not name.startswith("benchbuild.zoo.attention")]
     assert outside == []
+
+
+def _module_imports(folder: Path) -> dict[str, set[str]]:
+    """module -> the benchbuild modules it imports (inside functions and under TYPE_CHECKING too), for the modules
+    of one folder of the package."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(folder.glob("*.py")):
+        module = ".".join(("benchbuild", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("benchbuild"):
+                targets.add(node.module)
+                targets.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names if alias.name.startswith("benchbuild"))
+        graph[module] = targets
+    return graph
+
+
+def test_evaluation_and_the_report_import_nothing_of_training():
+    """The model card belongs to the run folder (`benchbuild.model_card`) and recipe arithmetic to the recipe type
+    (`benchbuild.zoo.recipe`): scoring and reporting a run needs no training code."""
+    found = [f"{module}: {target}" for part in ("evaluation", "report")
+             for module, targets in _module_imports(PACKAGE / part).items()
+             for target in sorted(targets) if target.startswith("benchbuild.training")]
+    assert found == []
+
+
+def test_no_two_modules_of_the_report_import_each_other_even_indirectly():
+    graph = _module_imports(PACKAGE / "report")
+    inside = {module: {target for target in targets if target in graph} for module, targets in graph.items()}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            module = todo.pop()
+            if module == goal:
+                return True
+            if module not in seen:
+                seen.add(module)
+                todo.extend(inside.get(module, ()))
+        return False
+
+    cycles = [f"{a} -> {b} -> ... -> {a}" for a in sorted(inside) for b in sorted(inside[a]) if reaches(b, a)]
+    assert cycles == []

@@ -184,7 +184,7 @@ def test_an_old_run_folder_with_absolute_paths_still_reports_and_reproduces(eval
                                                                            tmp_path):
     from benchbuild.report.rows import build_report
     from benchbuild.report.runs import BenchmarkFolders, read_runs
-    from benchbuild.training.model_card import write_model_card
+    from benchbuild.model_card import write_model_card
     from benchbuild.zoo.loading import load_model
 
     old = tmp_path / "old"

@@ -86,7 +86,7 @@ def test_the_fairseq_init_sweep_draws_both_models_as_fairseq_does_on_jump():
 
 def test_the_fairseq_defaults_sweep_unties_and_separates_both_models_on_jump():
     """Issue #33's next GPU candidate: fairseq's separate dictionaries and untied output layer on top of its draw."""
-    from benchbuild.training.recipe import resolve_recipe
+    from benchbuild.zoo.recipe import resolve_recipe
     from benchbuild.zoo import build_model, load_entry
 
     sweep = load_sweep(ROOT / "pipelines" / "jump_fairseq_defaults.toml")
@@ -109,7 +109,7 @@ def test_the_jump_batching_sweep_cuts_000s_train_rows_into_fairseqs_58_batches_a
     """pipelines/jump_fairseq_batching.toml: on the canonical addprim_jump train file (14,670 rows), batches of 256
     rows in length order (the last 78), 58 an epoch, so 250 epochs are fairseq's 14,500 updates."""
     from benchbuild.training.batching import TokenBatches, encode_rows
-    from benchbuild.training.recipe import planned_steps, resolve_recipe
+    from benchbuild.zoo.recipe import planned_steps, resolve_recipe
     from benchbuild.training.tokenization import build_tokenizer
     from benchbuild.zoo import load_entry
 

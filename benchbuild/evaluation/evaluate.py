@@ -104,7 +104,7 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
         write_metrics(destination / METRICS_FILE, result)
     if run.get("status") == "complete" and destination.resolve().is_relative_to(run_dir.resolve()):
         # The run's model card shows the metrics files in the run folder: written again with this one.
-        from benchbuild.training.model_card import write_model_card
+        from benchbuild.model_card import write_model_card
 
         write_model_card(run_dir, run, model, rows[0]["source"] if rows else None)
     return result

@@ -175,7 +175,7 @@ class ReactParameters:
         """The ensemble's model, its `mt` recipe with --ensemble-set over it, and --ensemble-architecture over its
         architecture: each KEY=VALUE a key of its kind, of its type and in its range (members train after the
         degree stage, so a mistake found there would cost that stage)."""
-        from benchbuild.training.recipe import resolve_recipe
+        from benchbuild.zoo.recipe import resolve_recipe
         from benchbuild.zoo.catalogue import checked_architecture_overrides, load_entry
 
         entry = load_entry(self.ensemble_model)

@@ -23,6 +23,7 @@ from markupsafe import Markup, escape
 from benchbuild import __version__
 from benchbuild.report.figures import Figure
 from benchbuild.papers import statistic_in_words
+from benchbuild.progress import clock
 from benchbuild.report.headline import headline_columns, metric_name, metric_rank
 from benchbuild.report.rows import Footnotes, ReportRow, cited_papers
 from benchbuild.report.runs import RunSummary
@@ -180,16 +181,6 @@ def _href(target: Path, page: Path) -> str:
     return quote(Path(os.path.relpath(target.resolve(), page.resolve().parent)).as_posix())
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    minutes, rest = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m {rest:02d}s" if hours else f"{minutes}m {rest:02d}s" if minutes else f"{rest}s"
-
-
 def run_table(runs: Sequence[RunSummary], page: Path) -> list[dict[str, Any]]:
     """Per run: the facts the runs table shows, and its evaluations with links to their predictions."""
     table = []
@@ -201,7 +192,7 @@ def run_table(runs: Sequence[RunSummary], page: Path) -> list[dict[str, Any]]:
                       "model": run.model,
                       "recipe": run.recipe or "—", "seed": run.seed, "trained_on": run.trained_on,
                       "select": run.select, "selected_step": run.selected_step, "steps_done": run.steps_done,
-                      "seconds": run.training_seconds, "time": _duration(run.training_seconds),
+                      "seconds": run.training_seconds, "time": "—" if run.training_seconds is None else clock(run.training_seconds),
                       "stopped_by": run.record.get("stopped_by"), "evaluations": evaluations})
     return table
 

@@ -74,7 +74,7 @@ class PaperProtocol:
     def of(cls, recipes: Mapping[str, Mapping[str, Any]], reported: Mapping[str, Any],
            source: str = "the catalogue entry") -> PaperProtocol:
         """The protocol of `reported`, its recipe resolved from an entry's `recipes` (`ModelEntry.recipes`)."""
-        from benchbuild.training.recipe import resolve_recipe
+        from benchbuild.zoo.recipe import resolve_recipe
 
         name = reported.get("recipe")
         if not name:
@@ -101,7 +101,7 @@ class PaperProtocol:
     def steps_on(self, run: RunProtocol) -> int | None:
         """The paper's recipe's step budget on the benchmark `run` trained on (`epochs` count that benchmark's
         rows, or the run's token batches); None when the run's record lacks what an epoch budget needs."""
-        from benchbuild.training.recipe import planned_steps
+        from benchbuild.zoo.recipe import planned_steps
 
         if self.recipe is None:
             return None

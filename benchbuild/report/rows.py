@@ -14,18 +14,16 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.evaluation.uncertainty import DifferenceTest, p_text
 from benchbuild.papers import (SPREADS, Paper, cited_paper, differences_of, reported_on, selection_rule,
                                source_in_words)
 from benchbuild.report.protocol import Comparison, PaperProtocol, RunProtocol, compare
 from benchbuild.run_folder import METRICS_FILE, metrics_files, read_metrics, read_run
-
-if TYPE_CHECKING:
-    from benchbuild.report.significance import AgainstBest
 
 
 @dataclass(frozen=True)
@@ -103,6 +101,51 @@ class PaperStatistic:
 
 def _runs(count: int) -> str:
     return f"{count} run{'' if count == 1 else 's'}"
+
+
+MARK = "*"  # as `report --compare` marks p < SIGNIFICANCE (`significance`)
+
+
+@dataclass(frozen=True)
+class AgainstBest:
+    """A row against the best row of its column (model `best`): the test and what it was over (`basis`); no test for
+    the best row itself, nor where none could be run (`missing` says why)."""
+
+    best: str
+    test: DifferenceTest | None = None
+    basis: str = ""
+    missing: str = ""
+
+    @property
+    def is_best(self) -> bool:
+        return self.test is None and not self.missing
+
+    @property
+    def p_value(self) -> float | None:
+        return None if self.test is None else self.test.p_value
+
+    @property
+    def significant(self) -> bool:
+        return self.test is not None and self.test.significant
+
+    @property
+    def method(self) -> str:
+        """"best"; "McNemar's exact test against tiny_a (24 test rows, seed 0 against seed 0)"; "no test against
+        tiny_a: why"."""
+        if self.is_best:
+            return "best"
+        if self.test is None:
+            return f"no test against {self.best}: {self.missing}"
+        return f"{self.test.test} against {self.best} ({self.basis})"
+
+    @property
+    def words(self) -> str:
+        """"the best mean"; "p = 0.0078 * in McNemar's exact test against tiny_a (...)"; "no test against ..."."""
+        if self.is_best:
+            return "the best mean"
+        if self.test is None:
+            return self.method
+        return f"{p_text(self.p_value)}{' ' + MARK if self.significant else ''} in {self.method}"
 
 
 @dataclass

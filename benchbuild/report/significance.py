@@ -6,19 +6,17 @@ pairs by seed, Welch's t-test over seeds), so every format can mark the rows tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.evaluation.uncertainty import SIGNIFICANCE, DifferenceTest, p_text, welch_over_seeds
+from benchbuild.evaluation.uncertainty import SIGNIFICANCE, welch_over_seeds
 from benchbuild.report.compare import RunPair, compare_runs
 from benchbuild.report.headline import Column, headline_columns, metric_name
-from benchbuild.report.rows import ReportRow
+from benchbuild.report.rows import MARK, AgainstBest, ReportRow
 
 if TYPE_CHECKING:
     from benchbuild.report.runs import RunSummary
 
-MARK = "*"  # as `report --compare` marks p < SIGNIFICANCE
 LOWER_IS_BETTER = frozenset({"cter_instance", "cter_aggregate"})  # error rates: their best mean is the lowest
 ROW_TESTED = frozenset({"exact_match", "bleu"})  # the metrics `compare_runs` tests over the test rows
 LEGEND = (f"{MARK}: significantly different from the best mean of its column (the highest; the lowest for CTER) at "
@@ -26,48 +24,6 @@ LEGEND = (f"{MARK}: significantly different from the best mean of its column (th
           "prints: Welch's t-test over seeds where both models have two or more, else McNemar's exact test (exact "
           "match) or sacrebleu's paired bootstrap resampling (BLEU) over the test rows of their runs paired by seed; "
           "not corrected for multiple comparisons.")
-
-
-@dataclass(frozen=True)
-class AgainstBest:
-    """A row against the best row of its column (model `best`): the test and what it was over (`basis`); no test for
-    the best row itself, nor where none could be run (`missing` says why)."""
-
-    best: str
-    test: DifferenceTest | None = None
-    basis: str = ""
-    missing: str = ""
-
-    @property
-    def is_best(self) -> bool:
-        return self.test is None and not self.missing
-
-    @property
-    def p_value(self) -> float | None:
-        return None if self.test is None else self.test.p_value
-
-    @property
-    def significant(self) -> bool:
-        return self.test is not None and self.test.significant
-
-    @property
-    def method(self) -> str:
-        """"best"; "McNemar's exact test against tiny_a (24 test rows, seed 0 against seed 0)"; "no test against
-        tiny_a: why"."""
-        if self.is_best:
-            return "best"
-        if self.test is None:
-            return f"no test against {self.best}: {self.missing}"
-        return f"{self.test.test} against {self.best} ({self.basis})"
-
-    @property
-    def words(self) -> str:
-        """"the best mean"; "p = 0.0078 * in McNemar's exact test against tiny_a (...)"; "no test against ..."."""
-        if self.is_best:
-            return "the best mean"
-        if self.test is None:
-            return self.method
-        return f"{p_text(self.p_value)}{' ' + MARK if self.significant else ''} in {self.method}"
 
 
 def missing_note(row: ReportRow) -> str | None:

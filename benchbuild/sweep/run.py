@@ -312,7 +312,7 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[Estimate]:
     from benchbuild.benchmark import load_splits, read_build_info
     from benchbuild.sweep.spec import budget_recipe
     from benchbuild.training.loop import RunOptions, prepare, step, token_batches_per_epoch, validate_and_checkpoint
-    from benchbuild.training.recipe import epoch_in_token_batches, planned_steps, validation_interval
+    from benchbuild.zoo.recipe import epoch_in_token_batches, planned_steps, validation_interval
     from benchbuild.zoo.decoding import decoding_limit, generate_predictions, length_rule
 
     @functools.cache

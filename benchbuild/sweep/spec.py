@@ -433,14 +433,14 @@ def budget_recipe(model: str, benchmark: str, recipe: str | None, overrides: dic
     """The `TrainingRecipe` a run of `model` on `benchmark` (`family/name`) trains with: `recipe`, else the one `train`
     picks by default for that benchmark."""
     from benchbuild import zoo
-    from benchbuild.training.recipe import resolve_recipe
+    from benchbuild.zoo.recipe import resolve_recipe
 
     entry = zoo.load_entry(model)
     return resolve_recipe(entry.recipes, _recipe_name(entry, benchmark, recipe), overrides, source=str(entry.path))
 
 
 def _recipe_name(entry, benchmark: str, recipe: str | None) -> str:
-    from benchbuild.training.recipe import default_recipe
+    from benchbuild.zoo.recipe import default_recipe
 
     return recipe or default_recipe(entry.recipes, entry.reported, benchmark.split("/")[0], benchmark)
 
@@ -450,7 +450,7 @@ def _architecture_before_grid(model: str, benchmark: str, recipe: str | None, ov
     architecture overrides: the recipe's `architecture` (the sweep's `[set]` one, where given) over the entry's, as
     `training.loop.prepare` merges them."""
     from benchbuild import zoo
-    from benchbuild.training.recipe import resolve_recipe
+    from benchbuild.zoo.recipe import resolve_recipe
 
     entry = zoo.load_entry(model)
     name = _recipe_name(entry, benchmark, recipe)

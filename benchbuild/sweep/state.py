@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.progress import clock
 from benchbuild.run_folder import METRICS_FILE, RUN_FILE, read_log
 from benchbuild.sweep.spec import CONFIG_FILE, RunSpec
 from benchbuild.training.selection import better
@@ -106,7 +107,7 @@ def status_table(states: list[RunState], title: str, width: int | None = None):
             validation = f"{_METRIC_NAMES.get(state.validated_by, state.validated_by)} {validation}"
         model = f"{state.spec.model} {state.spec.configuration}" if state.spec.configuration else state.spec.model
         rows.append((model, state.spec.benchmark, str(state.spec.seed), state.state, step, validation,
-                     _number(state.metric), "" if state.eta_s is None else _duration(state.eta_s)))
+                     _number(state.metric), "" if state.eta_s is None else clock(state.eta_s)))
     counts = {name: sum(s.state == name for s in states) for name in ("done", "trained", "partial", "pending", "failed")}
     caption = ", ".join(f"{number} {name}" for name, number in counts.items() if number)
     # The longest word of each column: what the table needs so that no name breaks (plus 3 columns of border each).
@@ -133,9 +134,3 @@ _METRIC_NAMES = {"loss": "loss", "bleu": "BLEU"}
 
 def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.2f}"
-
-
-def _duration(seconds: float) -> str:
-    minutes, seconds = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"

@@ -2,7 +2,7 @@
 writes a run folder."""
 
 from benchbuild.training.loop import TrainResult, train
-from benchbuild.training.recipe import TrainingRecipe, resolve_recipe
+from benchbuild.zoo.recipe import TrainingRecipe, resolve_recipe
 from benchbuild.training.tokenization import build_tokenizer
 
 __all__ = ["TrainResult", "TrainingRecipe", "build_tokenizer", "resolve_recipe", "train"]

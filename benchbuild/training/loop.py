@@ -27,10 +27,11 @@ from benchbuild.device import cpu_threads, start_accelerator
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indices, by_length, collate, encode_rows,
                                           micro_batches)
-from benchbuild.training.model_card import write_model_card
-from benchbuild.training.recipe import (TrainingRecipe, default_recipe, epoch_in_token_batches, planned_steps,
+from benchbuild.model_card import write_model_card
+from benchbuild.zoo.recipe import (TrainingRecipe, default_recipe, epoch_in_token_batches, planned_steps,
                                         resolve_recipe, validation_interval)
 from benchbuild.outputs import check_output
+from benchbuild.progress import clock
 from benchbuild.run_folder import (RUN_FILE, append_log, benchmark_fingerprint, claim, clear, device_record,
                                    entry_record, environment, mark_failed, open_run, portable_path, read_run,
                                    save_pretrained, train_command_line, truncate_log, write_run)
@@ -212,7 +213,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         "architecture_overrides": options.architecture_overrides or {},
         "benchmark": {name: split.fingerprint for name, split in info.splits.items()}, "seed": options.seed,
         "recipe_family": family, "validation": validation_name, "recipe": _recipe_identity(training_recipe),
-        # A stacked run draws its dropout masks from its own stream (`zoo.stacking`), not torch's generator.
+        # A stacked run draws its dropout masks from its own stream (`zoo.attention.stacking`), not torch's generator.
         **({"trainer": "stacked"} if options.stacked else {}),
     }
     accelerator = start_accelerator(options.device, training_recipe.precision)
@@ -676,7 +677,7 @@ class _StepProgress:
             last_line = now
             rate = (self.done - first) / max(now - started, 1e-9)
             left = (self.total - self.done) / rate if rate > 0 else float("inf")
-            eta = "?" if not math.isfinite(left) else _clock(left)
+            eta = "?" if not math.isfinite(left) else clock(left)
             print(f"training: step {self.done:,}/{self.total:,} ({100 * self.done / self.total:.1f}%), {rate:.2f} "
                   f"steps/s, {eta} left{', ' + status.strip() if status.strip() else ''}", file=sys.stderr, flush=True)
 
@@ -687,9 +688,3 @@ class _StepProgress:
         if self.enabled and self.progress is not None:
             self.progress.stop()
 
-
-def _clock(seconds: float) -> str:
-    """`seconds` as H:MM:SS, the hours unbounded (a 50-hour run reads 50:00:00)."""
-    minutes, second = divmod(round(seconds), 60)
-    hours, minute = divmod(minutes, 60)
-    return f"{hours}:{minute:02d}:{second:02d}"

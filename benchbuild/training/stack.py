@@ -6,7 +6,7 @@ own folder, tokenizer, initial weights from its own seed, optimizer, schedule, v
 last checkpoint), then its parameters are moved into stacked tensors (member m's weights are views of row m), and
 each step runs one `torch.func.vmap`ped forward and backward pass over the members' own batches (each member's batch
 of its seed at that step, cut into equal micro-batches and padded to the stack's common shapes), draws each member's
-dropout masks from its own stream (`zoo.stacking`), and updates each member with its own optimizer, clipping and
+dropout masks from its own stream (`zoo.attention.stacking`), and updates each member with its own optimizer, clipping and
 schedule. Validation, checkpoints, the log, `run.json` and the model card are written for each member by the same
 functions as for a single run, so `eval`, `report` and `reproduce` read a member's folder as any other; its
 `run.json` adds `stack` (the run folders it was trained with).
@@ -37,9 +37,9 @@ from benchbuild.run_folder import portable_path
 from benchbuild.training.batching import batch_indices, by_length
 from benchbuild.training.loop import (PreparedRun, RunOptions, TrainResult, _claimed, _StepProgress, check_run_paths,
                                       count_step, finish, prepare, validate_and_checkpoint)
-from benchbuild.zoo import stacking
+from benchbuild.zoo.attention import stacking
 
-# The model kinds whose layers all take their vmappable paths inside a stacked pass (`zoo.stacking`).
+# The model kinds whose layers all take their vmappable paths inside a stacked pass (`zoo.attention.stacking`).
 STACKABLE_KINDS = ("transformer",)
 
 
@@ -120,7 +120,7 @@ def _check_recipes(model: str | Path, data: str | Path, members: list[tuple[Path
 
     from benchbuild import zoo
     from benchbuild.benchmark import read_build_info
-    from benchbuild.training.recipe import default_recipe, resolve_recipe
+    from benchbuild.zoo.recipe import default_recipe, resolve_recipe
 
     zoo.register()
     entry = zoo.load_entry(model)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -16,7 +16,7 @@ from benchbuild import metrics
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo.loading import target_encoder
 from benchbuild.zoo.decoding import decoding_limit, generate_predictions
-from benchbuild.zoo.recipe import HeldOutFrom, Selection
+from benchbuild.zoo.recipe import HeldOutFrom, Selection, held_out_count, holds_out
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -110,11 +110,6 @@ def hidden_words_message(hidden: Sequence[WordCoverage], validation_name: str) -
             "or --set allow_hidden_words=true to train so on purpose")
 
 
-def holds_out(splits: Iterable[str], validation_split: str | None, select: Selection) -> bool:
-    """Whether a run validates on rows held out of train: when given no split to validate on, the benchmark has no
-    `validation` split, and `select` compares validation scores (`last` does not: it trains on every row)."""
-    return validation_split is None and "validation" not in splits and select != "last"
-
 
 def held_out_rows(rows: int, held_out: float, held_out_from: HeldOutFrom, seed: int) -> list[int]:
     """The indices of the train rows held out to validate on: round(held_out × rows) of them (at least one), the last
@@ -125,17 +120,6 @@ def held_out_rows(rows: int, held_out: float, held_out_from: HeldOutFrom, seed: 
     return sorted(np.random.default_rng(seed).permutation(rows)[:held].tolist())
 
 
-def held_out_count(rows: int, held_out: float) -> int:
-    """How many of `rows` train rows a `held_out` fraction holds out: round(held_out × rows), at least one."""
-    return max(1, round(held_out * rows))
-
-
-def rows_trained_on(split_rows: Mapping[str, int], validation_split: str | None, held_out: float,
-                    select: Selection) -> int:
-    """How many rows a run trains on, from the benchmark's rows per split: train, less those `split_validation`
-    holds out."""
-    train = split_rows["train"]
-    return train - held_out_count(train, held_out) if holds_out(split_rows, validation_split, select) else train
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from numba import njit, prange
 from torch import nn
 
-from benchbuild.zoo import stacking
+from benchbuild.zoo.attention import stacking
 from benchbuild.zoo.attention.hash_masks import numba_threads
 
 KERNEL_DTYPES = (torch.float32, torch.float64)

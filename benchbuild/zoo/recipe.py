@@ -1,14 +1,19 @@
-"""The training recipe of a catalogue entry (`[recipe.scan]`, `[recipe.mt]`, ...): its fields are the recipe keys."""
+"""The training recipe of a catalogue entry (`[recipe.scan]`, `[recipe.mt]`, ...): its fields are the recipe keys;
+which recipe trains a run (the entry's recipe for the benchmark, with the run's overrides); and what a recipe comes to
+in steps on a benchmark (its budget, its validation interval, the rows it trains on), which training, the sweep and
+the report all read."""
 
 from __future__ import annotations
 
 import math
 import typing
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Mapping
+from fractions import Fraction
+from typing import Any, Iterable, Literal, Mapping
 
-from benchbuild.errors import BenchbuildError
-from benchbuild.toml_schema import check_overrides
+from benchbuild.errors import BenchbuildError, did_you_mean
+from benchbuild.papers import reported_on
+from benchbuild.toml_schema import check_overrides, check_table, from_table
 
 # The recipe names a catalogue entry may use. A family's name (`scan`, `mt`, `nounadj`) is the recipe of this
 # model's own paper for that family of benchmarks (`nounadj`: the noun-adjective Europarl split, whose paper trains a
@@ -67,7 +72,7 @@ class TrainingRecipe:
     `steps` or `epochs`: the step budget. `steps` is a fixed count of optimizer steps; `epochs`, when set, makes it
     ceil(epochs × rows trained on / batch_size) for each benchmark's own train set (000 App. A.1: 250 epochs of each
     SCAN split; with `batch_tokens`, token batches: below), and `steps` is then ignored
-    (`training.recipe.planned_steps` resolves it; `train --max-steps` replaces either). A recipe needs one of them;
+    (`planned_steps` below resolves it; `train --max-steps` replaces either). A recipe needs one of them;
     a variant's recipe or `--set` giving one drops the other (`layered`).
 
     `eval_every` or `eval_every_epochs`: how often the run validates and checkpoints, in steps, or, when
@@ -286,3 +291,97 @@ def paper_recipe(name: str) -> bool:
     """Whether recipe `name` is another paper's recipe for the entry's model (`scan_000`), not its own (`scan`): a
     variant extending the entry does not inherit it, for the other paper did not train the variant."""
     return "_" in name
+
+
+# What a recipe means for a run: which recipe trains it, and its budget in steps (read by training, the
+# report and the sweep alike).
+
+# Benchmark families whose sequences are whitespace-tokenized command languages; everything else is MT.
+SCAN_LIKE_FAMILIES = frozenset({"scan"})
+
+
+def recipe_family_for(benchmark_family: str) -> str:
+    """Default recipe of a benchmark family: `scan` for SCAN-like data, `mt` for natural language."""
+    return "scan" if benchmark_family in SCAN_LIKE_FAMILIES else "mt"
+
+
+def default_recipe(recipes: Mapping[str, Any], reported: Iterable[Mapping[str, Any]], benchmark_family: str,
+                   benchmark_name: str, splits: Iterable[str] = ()) -> str:
+    """The recipe a run of an entry (its `recipes` and `[[reported]]` rows) trains with on a benchmark, unless `train`
+    is given one: the recipe of the entry's reported number on this benchmark (`reported_on`), so a run reproduces
+    the paper's setup (`transformer` on `scan/addprim_jump`: 000's `scan_000`); else the entry's recipe named for the
+    benchmark family (`nounadj`); else `recipe_family_for` (`scan` for SCAN-like data, `mt` otherwise)."""
+    for row in reported:
+        if row.get("recipe") and reported_on(str(row["benchmark"]), benchmark_family, benchmark_name, splits):
+            return str(row["recipe"])
+    return benchmark_family if benchmark_family in recipes else recipe_family_for(benchmark_family)
+
+
+def resolve_recipe(recipes: Mapping[str, Mapping[str, Any]], family: str, overrides: Mapping[str, Any] | None = None,
+                   *, source: str = "the catalogue entry") -> TrainingRecipe:
+    """The typed recipe `recipes[family]` with `overrides` applied; unknown keys are an error naming the key."""
+    if family not in RECIPE_FAMILIES:
+        raise BenchbuildError(f"unknown recipe {family!r}: {did_you_mean(family, RECIPE_FAMILIES)}(recipes: "
+                              f"{', '.join(RECIPE_FAMILIES)})")
+    if family not in recipes:
+        have = ", ".join(sorted(recipes)) or "none"
+        raise BenchbuildError(f"{source} has no [recipe.{family}] table (it has: {have})")
+    overrides = check_table(TrainingRecipe, overrides or {}, "the recipe overrides", complete=False,
+                            noun="recipe key")
+    return from_table(TrainingRecipe, layered(recipes[family], overrides), source, f"[recipe.{family}]",
+                      noun="recipe key")
+
+
+def planned_steps(recipe: TrainingRecipe, split_rows: Mapping[str, int], validation_split: str | None = None,
+                  token_batches: int | None = None) -> int:
+    """The step budget of a run of `recipe` on a benchmark whose splits have `split_rows` rows (validating on
+    `validation_split`, else as `train` chooses): `steps`, or, when the recipe sets `epochs`, ceil(epochs × rows
+    trained on / batch_size), the rows trained on being train's less those held out to validate on; with
+    `batch_tokens`, ceil(epochs × `token_batches` / update_freq), `token_batches` being the token batches of an
+    epoch (`epoch_in_token_batches`)."""
+    if recipe.epochs is None:
+        return recipe.steps
+    return _epochs_in_steps(recipe.epochs, recipe, split_rows, validation_split, token_batches)
+
+
+def validation_interval(recipe: TrainingRecipe, split_rows: Mapping[str, int],
+                        validation_split: str | None = None, token_batches: int | None = None) -> int:
+    """Steps between validations: `eval_every`, or, when the recipe sets `eval_every_epochs`, ceil(eval_every_epochs ×
+    rows trained on / batch_size) (with `batch_tokens`: × `token_batches` / update_freq)."""
+    if recipe.eval_every_epochs is None:
+        return recipe.eval_every
+    return _epochs_in_steps(recipe.eval_every_epochs, recipe, split_rows, validation_split, token_batches)
+
+
+def epoch_in_token_batches(recipe: TrainingRecipe) -> bool:
+    """Whether the recipe counts a budget or an interval in epochs of token batches: how many steps they are is
+    known only once the rows trained on are tokenized and packed (`planned_steps`' `token_batches`)."""
+    return recipe.batch_tokens is not None and (recipe.epochs is not None or recipe.eval_every_epochs is not None)
+
+
+def _epochs_in_steps(epochs: float, recipe: TrainingRecipe, split_rows: Mapping[str, int],
+                     validation_split: str | None, token_batches: int | None) -> int:
+    # In exact arithmetic on the number as written: 1.1 epochs of 800 rows in batches of 16 are 55 steps, not the 56
+    # that floating point (1.1 × 800 / 16 = 55.00000000000001) would round up to.
+    if recipe.batch_tokens is not None:
+        if token_batches is None:
+            raise ValueError("a recipe of epochs in token batches needs the token batches of an epoch")
+        return max(1, math.ceil(Fraction(str(epochs)) * token_batches / recipe.update_freq))
+    rows = rows_trained_on(split_rows, validation_split, recipe.held_out, recipe.select)
+    return max(1, math.ceil(Fraction(str(epochs)) * rows / recipe.batch_size))
+
+def holds_out(splits: Iterable[str], validation_split: str | None, select: Selection) -> bool:
+    """Whether a run validates on rows held out of train: when given no split to validate on, the benchmark has no
+    `validation` split, and `select` compares validation scores (`last` does not: it trains on every row)."""
+    return validation_split is None and "validation" not in splits and select != "last"
+
+def held_out_count(rows: int, held_out: float) -> int:
+    """How many of `rows` train rows a `held_out` fraction holds out: round(held_out × rows), at least one."""
+    return max(1, round(held_out * rows))
+
+def rows_trained_on(split_rows: Mapping[str, int], validation_split: str | None, held_out: float,
+                    select: Selection) -> int:
+    """How many rows a run trains on, from the benchmark's rows per split: train, less those `split_validation`
+    holds out."""
+    train = split_rows["train"]
+    return train - held_out_count(train, held_out) if holds_out(split_rows, validation_split, select) else train

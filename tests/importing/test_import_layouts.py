@@ -18,7 +18,7 @@ from benchbuild.evaluation.scoring import benchmark_label
 from benchbuild.importing.layouts import LAYOUTS
 from benchbuild.papers import reported_on
 from benchbuild.report.rows import _same_benchmark
-from benchbuild.training.recipe import default_recipe
+from benchbuild.zoo.recipe import default_recipe
 from benchbuild.zoo.catalogue import load_entry
 
 pytestmark = pytest.mark.shared

@@ -117,7 +117,7 @@ def test_batch_parts_give_the_whole_batchs_gradient(scan_simple, model, label_sm
     forward pass at a time (`micro_batches`, the LSTM) or in one pass as length groups (the Transformer)."""
     from accelerate import Accelerator
 
-    from benchbuild.training.recipe import TrainingRecipe
+    from benchbuild.zoo.recipe import TrainingRecipe
     from benchbuild.zoo import build_model, load_entry
 
     class Ids:

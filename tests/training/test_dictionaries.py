@@ -19,7 +19,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 from benchbuild.errors import BenchbuildError
 from benchbuild.run_folder import TARGET_TOKENIZER_DIR, save_pretrained
 from benchbuild.training.loop import _network, _tokenizer, train
-from benchbuild.training.recipe import resolve_recipe
+from benchbuild.zoo.recipe import resolve_recipe
 from benchbuild.training.tokenization import bpe_tokenizer, build_dictionaries, build_tokenizer
 from benchbuild.zoo import build_model, load_entry
 from benchbuild.zoo.catalogue import resolved_architecture

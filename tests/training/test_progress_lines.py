@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from benchbuild.training.loop import _clock
+from benchbuild.progress import clock
 
 LINE = re.compile(r"^training: step ([\d,]+)/12 \(([\d.]+)%\), [\d.]+ steps/s, (\d+:\d\d:\d\d|\?) left(, loss .*)?$")
 
@@ -27,4 +27,4 @@ def test_piped_training_prints_a_progress_line_with_step_rate_and_time_left(tiny
 
 
 def test_a_long_wait_reads_in_hours_minutes_and_seconds():
-    assert (_clock(59.6), _clock(3_725), _clock(50 * 3600)) == ("0:01:00", "1:02:05", "50:00:00")
+    assert (clock(59.6), clock(3_725), clock(50 * 3600)) == ("0:01:00", "1:02:05", "50:00:00")

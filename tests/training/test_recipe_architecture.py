@@ -55,7 +55,7 @@ def test_set_architecture_adds_to_the_recipes_architecture_keys_instead_of_repla
 
 
 def test_000s_transformer_keeps_its_recipes_sizes_under_an_architecture_override():
-    from benchbuild.training.recipe import resolve_recipe
+    from benchbuild.zoo.recipe import resolve_recipe
     from benchbuild.zoo import load_entry
 
     recipe = resolve_recipe(load_entry("transformer").recipes, "scan_000", {"architecture": {"span": 2}})

@@ -237,7 +237,7 @@ def test_a_row_longer_than_the_budget_is_refused_in_one_line_before_training(sca
 
 
 def test_epochs_of_token_batches_are_counted_in_updates_once_the_batches_are_known():
-    from benchbuild.training.recipe import epoch_in_token_batches, planned_steps, validation_interval
+    from benchbuild.zoo.recipe import epoch_in_token_batches, planned_steps, validation_interval
 
     recipe = TrainingRecipe(learning_rate=1e-3, batch_tokens=600, update_freq=3, epochs=2.5, eval_every_epochs=0.5)
     assert epoch_in_token_batches(recipe)

@@ -3,7 +3,7 @@ import math
 import pytest
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.recipe import recipe_family_for, resolve_recipe
+from benchbuild.zoo.recipe import recipe_family_for, resolve_recipe
 
 RECIPES = {"scan": {"steps": 100, "batch_size": 8, "learning_rate": 1e-3, "schedule": "inverse_sqrt",
                     "warmup_steps": 4}, "mt": {"steps": 10, "batch_size": 2, "learning_rate": 5e-4,

@@ -7,7 +7,7 @@ import torch
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, BartConfig
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.recipe import resolve_recipe
+from benchbuild.zoo.recipe import resolve_recipe
 from benchbuild.zoo import build_model, list_entries, load_entry, register
 
 # What every recipe states itself rather than leaving to TrainingRecipe's defaults: the numbers papers fix (its

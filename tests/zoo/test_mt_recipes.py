@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchbuild.training.recipe import resolve_recipe
+from benchbuild.zoo.recipe import resolve_recipe
 from benchbuild.zoo import load_entry
 from benchbuild.zoo.catalogue import resolved_architecture
 from benchbuild.zoo.decoding import fairseq_limit, length_rule

@@ -12,7 +12,7 @@ import torch
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.papers import cited_ids
-from benchbuild.training.recipe import default_recipe, reported_on, resolve_recipe
+from benchbuild.zoo.recipe import default_recipe, reported_on, resolve_recipe
 from benchbuild.zoo import build_model, list_entries, load_entry
 from benchbuild.zoo.catalogue import resolved_architecture
 

@@ -8,8 +8,10 @@ Backends, one module each:
 - `packed`: a compiled C kernel that attends every sequence of a grouped training batch at once on CPU, dropout
   included, reading the queries, keys and values straight from the fused projections.
 
-Beside them: `layouts` (how grouped training lays a batch out, and where the packed kernel finds each sequence)
-and `memory` (what attention reads besides its own sequence: the encoder output, the decoding cache).
+Beside them: `layouts` (how grouped training lays a batch out, and where the packed kernel finds each sequence),
+`memory` (what attention reads besides its own sequence: the encoder output, the decoding cache), `hash_masks` (the
+CPU's keyed dropout masks) and `stacking` (each member's dropout masks in a stacked training pass, and the switch
+that sends every layer down its vmappable path there).
 
 The model computes the projections and its position bias; `attend` adds the masks (padding, causal, a window of
 positions) and the backend attends. Because the packed kernel wants the batch laid out its own way (and the
@@ -23,8 +25,7 @@ import enum
 
 import torch
 
-from benchbuild.zoo import stacking
-from benchbuild.zoo.attention import hashed_dropout, packed, sdpa
+from benchbuild.zoo.attention import hashed_dropout, packed, sdpa, stacking
 from benchbuild.zoo.attention.layouts import SequenceLayout
 from benchbuild.zoo.attention.hash_masks import HASHED_DTYPES
 
@@ -47,7 +48,7 @@ def choose_backend(device: torch.device, dtype: torch.dtype, *, head_dim: int, d
     (`packable`) without distance terms (position "absolute" or "none", every cross-attention) when the kernel
     takes the dtype and head size and is on and built (`BENCHBUILD_PACKED_ATTENTION=0` turns it off); else
     HASHED_DROPOUT when attention weights are dropped (0 < `dropout` < 1) in float32 / float64; else SDPA. In a
-    stacked pass (`zoo.stacking`), on any device: HASHED_DROPOUT, whose dropout masks then come from each member's
+    stacked pass (`zoo.attention.stacking`), on any device: HASHED_DROPOUT, whose dropout masks then come from each member's
     stream (torch's vmap rule for fused attention calls a CPU kernel that refuses a position bias needing gradients).
     """
     if stacking.active():

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from numba import njit, prange
 
-from benchbuild.zoo import stacking
+from benchbuild.zoo.attention import stacking
 
 _STEP = np.uint32(0x9E3779B9)  # odd, so i -> i · _STEP is a bijection of 32-bit indices
 _MULTIPLIER_1 = np.uint32(0x7FEB352D)

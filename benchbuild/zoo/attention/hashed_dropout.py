@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from benchbuild.zoo import stacking
+from benchbuild.zoo.attention import stacking
 from benchbuild.zoo.attention.hash_masks import dropout
 
 
@@ -30,7 +30,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
     elif mask is not None and mask.dtype == torch.bool:
         blocked = mask.logical_not()
         empty = blocked.all(dim=-1, keepdim=True)
-        # Under vmap (a stacked pass, `zoo.stacking`) no branch may read a tensor's values: always the safe path.
+        # Under vmap (a stacked pass, `zoo.attention.stacking`) no branch may read a tensor's values: always the safe path.
         if stacking.active() or empty.any():  # a query that may attend to no key gets zeros, as from SDPA (a softmax of -inf is NaN)
             scores.masked_fill_(blocked & empty.logical_not(), float("-inf"))
             return (dropout(scores.softmax(dim=-1), dropout_p, True) @ v).masked_fill(empty, 0.0)
