@@ -73,22 +73,23 @@ def imports_between_parts() -> dict[str, dict[str, list[str]]]:
     return graph
 
 
+def reaches(graph, start: str, goal: str) -> bool:
+    """Whether `goal` is reachable from `start` along `graph` (node -> the nodes it imports)."""
+    seen, todo = set(), [start]
+    while todo:
+        node = todo.pop()
+        if node == goal:
+            return True
+        if node not in seen:
+            seen.add(node)
+            todo.extend(graph.get(node, ()))
+    return False
+
+
 def test_no_two_parts_of_the_package_import_each_other_even_indirectly():
     graph = imports_between_parts()
-
-    def reaches(start: str, goal: str) -> bool:
-        seen, todo = set(), [start]
-        while todo:
-            part = todo.pop()
-            if part == goal:
-                return True
-            if part not in seen:
-                seen.add(part)
-                todo.extend(graph.get(part, {}))
-        return False
-
     cycles = [f"{a} -> {b} ({', '.join(files)}) -> ... -> {a}" for a in sorted(graph)
-              for b, files in sorted(graph[a].items()) if reaches(b, a)]
+              for b, files in sorted(graph[a].items()) if reaches(graph, b, a)]
     assert cycles == []
 
 
@@ -141,17 +142,6 @@ def test_evaluation_and_the_report_import_nothing_of_training():
 def test_no_two_modules_of_the_report_import_each_other_even_indirectly():
     graph = _module_imports(PACKAGE / "report")
     inside = {module: {target for target in targets if target in graph} for module, targets in graph.items()}
-
-    def reaches(start: str, goal: str) -> bool:
-        seen, todo = set(), [start]
-        while todo:
-            module = todo.pop()
-            if module == goal:
-                return True
-            if module not in seen:
-                seen.add(module)
-                todo.extend(inside.get(module, ()))
-        return False
-
-    cycles = [f"{a} -> {b} -> ... -> {a}" for a in sorted(inside) for b in sorted(inside[a]) if reaches(b, a)]
+    cycles = [f"{a} -> {b} -> ... -> {a}" for a in sorted(inside) for b in sorted(inside[a])
+              if reaches(inside, b, a)]
     assert cycles == []
