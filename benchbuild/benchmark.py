@@ -192,7 +192,7 @@ def read_build_info(folder: str | Path) -> BuildInfo:
                                     f"{shown}{more}")
         raise FileNotFoundError(f"{folder} is not a benchbuild benchmark: {path} is missing")
     try:
-        return BuildInfo.from_json(path.read_text(encoding="utf-8", errors="replace"), str(path))
+        return BuildInfo.from_json(path.read_text(encoding="utf-8-sig", errors="replace"), str(path))
     except BenchbuildError as error:
         raise BenchbuildError(f"{error}: the benchmark's build record is damaged; {_rebuild(Path(folder))}") from None
 
@@ -252,7 +252,7 @@ def _split_files(folder: Path):
 def _arrow_split_names(folder: Path) -> list[str]:
     path = folder / "dataset_dict.json"
     try:
-        names = json.loads(path.read_text(encoding="utf-8"))["splits"]
+        names = json.loads(path.read_text(encoding="utf-8-sig"))["splits"]
     except (ValueError, KeyError, TypeError) as error:
         raise BenchbuildError(f"{path} cannot be read ({_damage(path, error)}): the file is truncated or corrupt; "
                               f"{_rebuild(folder)}") from None
@@ -281,7 +281,7 @@ def _damage(path: Path, error: BaseException) -> str:
     """What is wrong with a file that did not load: the first line that is not a JSON object for a JSON Lines
     file, else the library's message (without its class name)."""
     if path.suffix == ".jsonl":
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(path, encoding="utf-8-sig", errors="replace") as handle:
             for number, line in enumerate(handle, start=1):
                 try:
                     row = json.loads(line)
@@ -296,7 +296,7 @@ def _recorded_rows(folder: Path) -> dict[str, int]:
     """The row count `build.json` records for each split (none when it records none: a folder another tool
     wrote)."""
     try:
-        splits = json.loads((folder / "build.json").read_text(encoding="utf-8")).get("splits", {})
+        splits = json.loads((folder / "build.json").read_text(encoding="utf-8-sig")).get("splits", {})
         return {name: int(value["rows"]) for name, value in splits.items()}
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
         return {}
@@ -316,7 +316,7 @@ def _rebuild(folder: Path) -> str:
     """How to replace a damaged benchmark folder: its build command again (the one `build.json` recorded, when it
     can still be read), with --overwrite."""
     try:
-        command = json.loads((folder / "build.json").read_text(encoding="utf-8")).get("command_line")
+        command = json.loads((folder / "build.json").read_text(encoding="utf-8-sig")).get("command_line")
     except (OSError, ValueError, AttributeError):
         command = None
     if isinstance(command, str) and command.startswith(("benchbuild build-", "benchbuild import ")):

@@ -165,7 +165,7 @@ def _already_built(argv: list[str]) -> bool:
         return False
     built = Path(argv[argv.index("--out") + 1]) / "build.json"
     try:
-        recorded = json.loads(built.read_text(encoding="utf-8")).get("command_line")
+        recorded = json.loads(built.read_text(encoding="utf-8-sig")).get("command_line")
     except (OSError, ValueError):
         return False
     return recorded == _command_line_of(argv)

@@ -13,6 +13,8 @@ numbers and counts of one sequential read.
 
 from __future__ import annotations
 
+import codecs
+
 import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -470,7 +472,10 @@ def _check_encoding_errors(encoding_errors: str) -> None:
 
 
 def _decode(raw: bytes, path: Path, number: int, encoding_errors: str) -> tuple[str, bool]:
-    """A line's text without its line break, and whether invalid bytes were replaced."""
+    """A line's text without its line break (and, on line 1, without a UTF-8 byte-order mark, which is not text),
+    and whether invalid bytes were replaced."""
+    if number == 1 and raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
     if raw.endswith(b"\n"):
         raw = raw[:-1]
     if raw.endswith(b"\r"):

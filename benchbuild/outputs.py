@@ -58,7 +58,7 @@ def check_relative(value: Any, what: str) -> str:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, ValueError):
         return None
 
@@ -84,7 +84,7 @@ def is_run_folder(path: Path) -> bool:
 def is_degree_table(path: Path) -> bool:
     """A TSV `degree` wrote: its header line is `line<TAB>degree`."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             return handle.readline() == "line\tdegree\n"
     except (OSError, UnicodeDecodeError):
         return False
@@ -106,7 +106,7 @@ def is_report_file(path: Path) -> bool:
     """A file `report` wrote, recognised by how its format begins (`REPORT_SIGNATURES`)."""
     signature = REPORT_SIGNATURES.get(path.suffix)
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             head = handle.read(1024)
     except (OSError, UnicodeDecodeError):
         return False

@@ -334,7 +334,7 @@ def _same_predictions(recorded: Path, reproduced: Path) -> tuple[int, int]:
     def predictions(path: Path) -> list[Any]:
         if not path.is_file():
             return []
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             return [json.loads(line).get("prediction") for line in handle if line.strip()]
 
     before, now = predictions(recorded), predictions(reproduced)

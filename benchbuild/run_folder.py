@@ -54,7 +54,7 @@ def read_run(run_dir: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise BenchbuildError(f"{run_dir} is not a benchbuild run: {path} is missing")
     try:
-        run = json.loads(path.read_text(encoding="utf-8"))
+        run = json.loads(path.read_text(encoding="utf-8-sig"))
     except (ValueError, UnicodeDecodeError) as error:
         raise BenchbuildError(f"{path} is not valid JSON ({error}): the run folder is damaged; retrain it "
                               "(benchbuild train ... --overwrite)") from None
@@ -173,7 +173,7 @@ def read_log(out: str | Path) -> list[dict[str, Any]]:
     path = Path(out) / LOG_FILE
     if not path.is_file():
         return []
-    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    lines = path.read_text(encoding="utf-8-sig", errors="replace").split("\n")
     records = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -221,7 +221,7 @@ def metrics_files(run_dir: Path) -> list[Path]:
 
 def read_metrics(path: Path) -> dict[str, Any]:
     try:
-        metrics = json.loads(path.read_text(encoding="utf-8"))
+        metrics = json.loads(path.read_text(encoding="utf-8-sig"))
     except (ValueError, UnicodeDecodeError):
         raise BenchbuildError(f"{path} is not valid JSON: evaluate the run again (benchbuild eval ...)") from None
     if not isinstance(metrics, dict):

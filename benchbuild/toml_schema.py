@@ -32,7 +32,7 @@ def read_toml(path: str | Path, what: str) -> dict[str, Any]:
     if not path.is_file():
         raise BenchbuildError(f"{what} {path} does not exist")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise BenchbuildError(f"{what} {path} is not valid TOML: {error}") from None
 

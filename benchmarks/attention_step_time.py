@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from scan_step import BATCH, ScanStep
 
-from benchbuild.training.recipe import TrainingRecipe
+from benchbuild.zoo.recipe import TrainingRecipe
 from benchbuild.zoo.attention import hashed_dropout, packed, sdpa
 from benchbuild.zoo.attention.layouts import SequenceLayout
 

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from scan_step import BATCH, ScanStep
 
 import benchbuild.zoo.dropout as zoo_dropout
-from benchbuild.training.recipe import TrainingRecipe
+from benchbuild.zoo.recipe import TrainingRecipe
 from benchbuild.zoo.attention import hashed_dropout
 
 KERNELS = {name: getattr(zoo_dropout, name) for name in ("dropout", "dropout_add", "relu_dropout")}

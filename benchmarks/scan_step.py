@@ -19,7 +19,7 @@ from benchbuild.scan.build import build_scan
 from benchbuild.scan.parameters import ScanParameters
 from benchbuild.training.batching import batch_indices, encode_rows
 from benchbuild.training.loop import backward_batch
-from benchbuild.training.recipe import TrainingRecipe
+from benchbuild.zoo.recipe import TrainingRecipe
 from benchbuild.training.tokenization import build_tokenizer
 from benchbuild.zoo import build_model, load_entry
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from scan_step import BATCH, ScanStep
 
-from benchbuild.training.recipe import TrainingRecipe
+from benchbuild.zoo.recipe import TrainingRecipe
 
 # name: (one forward pass over all parts?, number of parts)
 VARIANTS = {

@@ -82,7 +82,7 @@ def score_file(data: str | Path, split: str, predictions: str | Path, *, lexicon
     path = Path(predictions)
     if not path.is_file():
         raise BenchbuildError(f"{path}: no such predictions file")
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = path.read_text(encoding="utf-8-sig").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if len(lines) != len(rows):

@@ -24,7 +24,7 @@ class CardText:
     @classmethod
     def read(cls, path: Path) -> "CardText":
         """The card at `path`; one without a YAML front matter is a BenchbuildError naming it."""
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
         match = re.match(r"---\n(.*?\n)---\n(.*)", text, re.DOTALL)
         front = yaml.safe_load(match.group(1)) if match else None
         if not isinstance(front, dict):

@@ -149,7 +149,7 @@ def check_croissant(path: Path, splits: Mapping[str, datasets.Dataset], advance:
         warnings = sorted(dataset.metadata.ctx.issues.warnings) + logged
         if warnings:
             raise BenchbuildError(f"mlcroissant warns about croissant.json: {_one_line('; '.join(warnings))}")
-        _check_responsible_ai(dataset.metadata, json.loads(Path(path).read_text(encoding="utf-8")))
+        _check_responsible_ai(dataset.metadata, json.loads(Path(path).read_text(encoding="utf-8-sig")))
         for name, split in splits.items():
             _check_records(dataset.records(record_set=name), name, split, advance)
         if logged:

@@ -240,7 +240,7 @@ def _spacy_scores(description: str) -> dict[str, Any]:
     if spec is None or spec.origin is None:
         return {}
     try:
-        meta = json.loads((Path(spec.origin).parent / "meta.json").read_text(encoding="utf-8"))
+        meta = json.loads((Path(spec.origin).parent / "meta.json").read_text(encoding="utf-8-sig"))
     except (OSError, ValueError):
         return {}
     return meta.get("performance", {}) if meta.get("version") == match.group(2) else {}

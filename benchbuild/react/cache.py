@@ -36,7 +36,7 @@ class StageCache:
         stage = key.rsplit("-", 1)[0]
         if path.is_file():
             self.hits.append(stage)
-            return json.loads(path.read_text(encoding="utf-8"))
+            return json.loads(path.read_text(encoding="utf-8-sig"))
         self.misses.append(stage)
         value = compute()
         self.folder.mkdir(parents=True, exist_ok=True)

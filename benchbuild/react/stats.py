@@ -139,7 +139,7 @@ def _training_sources(benchmark: Path, splits, against: str | Path | None) -> li
 def _card_language(folder: Path) -> str:
     import yaml
 
-    text = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
+    text = (folder / "README.md").read_text(encoding="utf-8-sig") if (folder / "README.md").is_file() else ""
     if text.startswith("---"):
         header = yaml.safe_load(text.split("---", 2)[1]) or {}
         languages = header.get("language") or []

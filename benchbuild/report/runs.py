@@ -49,7 +49,7 @@ class Evaluation:
         """The decoded rows, in the split's row order (empty without `predictions.jsonl`)."""
         if self.predictions_file is None:
             return []
-        with open(self.predictions_file, encoding="utf-8") as handle:
+        with open(self.predictions_file, encoding="utf-8-sig") as handle:
             return [json.loads(line) for line in handle if line.strip()]
 
 

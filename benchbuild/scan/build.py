@@ -72,7 +72,7 @@ def already_built(folder: Path, name: str, parameters: ScanParameters, format: s
         return False
     official = Path(parameters.official) if parameters.official is not None else None
     try:
-        built = json.loads((folder / "build.json").read_text(encoding="utf-8"))
+        built = json.loads((folder / "build.json").read_text(encoding="utf-8-sig"))
     except (OSError, ValueError):
         built = None
     if built is not None:

@@ -44,7 +44,7 @@ def check_official(root: Path, names: list[str]) -> None:
 def read_scan_file(path: Path) -> list[Example]:
     """Rows of one canonical file, each checked against the grammar's interpretation."""
     examples = []
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             match = re.fullmatch(r"IN: (.+?) OUT: (.+)", line.strip())
             if not match:

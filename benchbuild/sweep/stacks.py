@@ -102,7 +102,7 @@ def _started_stacked(spec: RunSpec) -> bool | None:
     from benchbuild.run_folder import RUN_FILE
 
     try:
-        run = json.loads((Path(spec.folder) / RUN_FILE).read_text(encoding="utf-8"))
+        run = json.loads((Path(spec.folder) / RUN_FILE).read_text(encoding="utf-8-sig"))
     except (OSError, ValueError):
         return None
     identity = run.get("identity") if isinstance(run, dict) else None

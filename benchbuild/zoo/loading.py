@@ -200,7 +200,7 @@ def _jieba():
 def _read_json(file: Path) -> Any:
     """The file's JSON, or None when it is not JSON (transformers names a broken config itself)."""
     try:
-        return json.loads(file.read_text(encoding="utf-8"))
+        return json.loads(file.read_text(encoding="utf-8-sig"))
     except (OSError, ValueError):
         return None
 

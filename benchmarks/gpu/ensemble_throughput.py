@@ -35,7 +35,7 @@ import torch
 
 from benchbuild.device import resolve_device
 from benchbuild.react.uncertainty import Ensemble, score_budget
-from benchbuild.training.recipe import resolve_recipe
+from benchbuild.zoo.recipe import resolve_recipe
 from benchbuild.training.tokenization import build_tokenizer
 from benchbuild.zoo import build_model, load_entry
 from benchbuild.zoo.catalogue import resolved_architecture
