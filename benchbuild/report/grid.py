@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 from benchbuild.papers import PAPERS
 from benchbuild.report.csv_table import COLUMNS, csv_fields
 from benchbuild.report.headline import metric_name, metric_rank, primary_metric
-from benchbuild.report.markdown import interval_text
+from benchbuild.report.markdown import interval_text, table_row, text
 from benchbuild.report.rows import ReportRow, build_report
 
 if TYPE_CHECKING:
@@ -175,14 +175,14 @@ def _paper(row: ReportRow) -> str:
 def markdown_grid(grid: Grid) -> str:
     """Two Markdown tables: the picked configuration of each model × benchmark split beside the paper's number,
     then every configuration's mean (the picked one marked), under the rule in words."""
-    lines = ["", "## Hyperparameter grid", "", grid.rule_text, "",
+    lines = ["", "## Hyperparameter grid", "", text(grid.rule_text), "",
              "| model | benchmark | split | metric | best configuration | runs (seeds) | ours: mean ± s.e. | "
              "ours: 95% CI | paper | source |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for cell in grid.searched:
         row = cell.row(cell.best)
-        lines.append(f"| {cell.model} | {cell.benchmark} | {cell.split} | {metric_name(cell.metric)} | "
-                     f"{cell.best.label} | {_seeds(row)} | {_mean(row)} | {interval_text(row)} | {_paper(row)} | "
-                     f"{row.source if row.paper is not None else ''} |")
+        lines.append(table_row([cell.model, cell.benchmark, cell.split, metric_name(cell.metric), cell.best.label,
+                                _seeds(row), _mean(row), interval_text(row), _paper(row),
+                                row.source if row.paper is not None else ""]))
     lines += ["", "Every configuration (the rule's pick in bold):", "",
               "| model | benchmark | split | metric | configuration | runs (seeds) | mean ± s.e. | 95% CI |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -190,9 +190,9 @@ def markdown_grid(grid: Grid) -> str:
         for configuration in cell.configurations:
             row = cell.row(configuration)
             mark = "**" if configuration is cell.best else ""
-            lines.append(f"| {cell.model} | {cell.benchmark} | {cell.split} | {metric_name(cell.metric)} | "
-                         f"{mark}{configuration.label}{mark} | {_seeds(row)} | {mark}{_mean(row)}{mark} | "
-                         f"{interval_text(row)} |")
+            lines.append(table_row([cell.model, cell.benchmark, cell.split, metric_name(cell.metric),
+                                    f"{mark}{configuration.label}{mark}", _seeds(row), f"{mark}{_mean(row)}{mark}",
+                                    interval_text(row)]))
     return "\n".join(lines) + "\n"
 
 

@@ -19,6 +19,18 @@ APART_INTRO = ("Our runs above were not made as these numbers were (another reci
                "with what differs.")
 
 
+def text(value: object) -> str:
+    """`value` as Markdown text: `&`, `<` and `>` as HTML entities (a model named `<b>x</b>` shows as such, as on the
+    HTML page, instead of turning bold or hiding), `|` escaped (it would end a table cell), on one line."""
+    return (" ".join(str(value).split("\n")).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|"))
+
+
+def table_row(cells: Sequence[object]) -> str:
+    """One Markdown table line of `cells`, each as `text`."""
+    return "| " + " | ".join(text(cell) for cell in cells) + " |"
+
+
 def markdown_table(rows: Sequence[ReportRow]) -> str:
     """The table; the published numbers our runs do not compare with; the notes (a model's `[n]` where its recipe
     differs from the paper, a paper number's where it is another model's); the references."""
@@ -37,27 +49,26 @@ def markdown_table(rows: Sequence[ReportRow]) -> str:
         if row.compared_paper is not None:
             paper = f"{row.paper:g}" + _marker(notes.mark(row.paper_note))
             statistic, source = statistic_in_words(row.reported), row.source
-        lines.append(f"| {model} | {row.benchmark} | {row.split} | {row.metric} | "
-                     f"{len(row.values)} ({seeds}) | {row.mean:.2f}{error} | {interval_text(row)} | {as_paper} | "
-                     f"{paper} | {statistic} | "
-                     f"{source} | {row.comparison_words} | {row.select} | "
-                     f"{'' if row.against_best is None else row.against_best.words} |")
+        lines.append(table_row([model, row.benchmark, row.split, row.metric, f"{len(row.values)} ({seeds})",
+                                f"{row.mean:.2f}{error}", interval_text(row), as_paper, paper, statistic, source,
+                                row.comparison_words, row.select,
+                                "" if row.against_best is None else row.against_best.words]))
     if any(row.against_best is not None for row in rows):
-        lines += ["", f"Against the best: {LEGEND}"]
+        lines += ["", f"Against the best: {text(LEGEND)}"]
     apart = [row for row in rows if row.published_apart is not None]
     if apart:
         lines += ["", f"## {APART_HEADING}", "", APART_INTRO, "",
                   "| model | benchmark | split | metric | published | paper's statistic | source | what differs |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for row in apart:
-            lines.append(f"| {row.model} | {row.benchmark} | {row.split} | {row.metric} | "
-                         f"{row.paper:g}{_marker(notes.mark(row.paper_note))} | {statistic_in_words(row.reported)} | "
-                         f"{row.source} | {row.comparison.words} |")
+            lines.append(table_row([row.model, row.benchmark, row.split, row.metric,
+                                    f"{row.paper:g}{_marker(notes.mark(row.paper_note))}",
+                                    statistic_in_words(row.reported), row.source, row.comparison.words]))
     if notes.texts:
-        lines += ["", *(f"{number}. {text}" for number, text in enumerate(notes.texts, start=1))]
+        lines += ["", *(f"{number}. {text(note)}" for number, note in enumerate(notes.texts, start=1))]
     papers = cited_papers(rows)
     if papers:
-        lines += ["", "## References", "", *(f"- {paper.in_text}: {paper.citation()}" for paper in papers)]
+        lines += ["", "## References", "", *(f"- {text(paper.in_text)}: {text(paper.citation())}" for paper in papers)]
     return "\n".join(lines) + "\n"
 
 

@@ -287,3 +287,20 @@ def test_latex_and_html_show_ours_as_the_paper_and_the_notes_under_the_table(tra
     assert str(escape(row.recipe_note.split("`")[0])) in notes and "<code>benchbuild zoo --model" in notes
     assert str(escape(row_of(build_report(copies), "bleu").paper_note)) in notes
     assert str(escape(f"{by_paper.text} ")) + "<small>" + str(escape(by_paper.words)) + "</small>" in page
+
+
+def test_report_md_shows_names_that_look_like_html_or_hold_a_pipe_as_text_in_their_own_cell():
+    """A model, benchmark or note is user text: rendered (here by markdown-it, GitHub's CommonMark with tables), the
+    Markdown report shows it as written, as the HTML page does, instead of running it as HTML or splitting a cell."""
+    from markdown_it import MarkdownIt
+
+    from benchbuild.report.rows import ReportRow
+
+    row = ReportRow(model="<img src=x onerror=alert(1)>", benchmark="scan/a|b", split="test", metric="exact_match",
+                    values=[50.0], seeds=[0])
+    html = MarkdownIt("commonmark").enable("table").render(markdown_table([row]))
+    assert "<img" not in html
+    body = html.split("<tbody>")[1]
+    cells = body.split("<td>")[1:]
+    assert len(cells) == 14  # the header's columns: the pipe stayed inside its cell
+    assert cells[0].startswith("&lt;img src=x onerror=alert(1)&gt;") and cells[1].startswith("scan/a|b")
