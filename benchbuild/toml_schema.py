@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping, TypeVar, Union
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.text_files import read_text
 
 Schema = TypeVar("Schema")
 
@@ -32,7 +33,7 @@ def read_toml(path: str | Path, what: str) -> dict[str, Any]:
     if not path.is_file():
         raise BenchbuildError(f"{what} {path} does not exist")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        return tomllib.loads(read_text(path))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise BenchbuildError(f"{what} {path} is not valid TOML: {error}") from None
 

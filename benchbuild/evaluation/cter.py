@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.text_files import read_text
 
 CONTEXTS_PER_COMPOUND = 5
 # The lexicon names CoGnition's three modifier phrases by placeholder; these are their English forms.
@@ -72,7 +73,7 @@ def read_lexicon(path: str | Path) -> Lexicon:
     if not path.is_file():
         raise BenchbuildError(f"{path}: no such lexicon file")
     translations: dict[str, tuple[str, ...]] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         parts = line.strip().split("\t")
@@ -174,7 +175,7 @@ def read_compounds(source: str | Path | None, rows: Sequence[Mapping], where: st
     path = Path(source)
     if not path.is_file():
         raise BenchbuildError(f"{where} {source!r} is neither a column ({', '.join(sorted(columns))}) nor a file")
-    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    lines = read_text(path).splitlines()
     if len(lines) != len(rows):
         raise BenchbuildError(f"{path} has {len(lines)} compounds but the split has {len(rows)} rows")
     return lines

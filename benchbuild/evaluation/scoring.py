@@ -15,6 +15,7 @@ from benchbuild.errors import BenchbuildError
 from benchbuild import metrics
 from benchbuild.evaluation.cter import CONTEXTS_PER_COMPOUND, compound_verdicts, cter, read_compounds, read_lexicon
 from benchbuild.evaluation.uncertainty import ExampleIntervals
+from benchbuild.text_files import read_text
 
 COMP_COLUMNS = ("fr_noun", "fr_adjective", "order")
 DEGREE_BUCKETS = 5
@@ -82,7 +83,7 @@ def score_file(data: str | Path, split: str, predictions: str | Path, *, lexicon
     path = Path(predictions)
     if not path.is_file():
         raise BenchbuildError(f"{path}: no such predictions file")
-    lines = path.read_text(encoding="utf-8-sig").split("\n")
+    lines = read_text(path).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if len(lines) != len(rows):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.scan.grammar import Example, interpret
+from benchbuild.text_files import read_text
 
 _PATTERNS = [
     (r"simple", "simple_split/tasks_{split}_simple.txt"),
@@ -44,17 +45,16 @@ def check_official(root: Path, names: list[str]) -> None:
 def read_scan_file(path: Path) -> list[Example]:
     """Rows of one canonical file, each checked against the grammar's interpretation."""
     examples = []
-    with open(path, encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            match = re.fullmatch(r"IN: (.+?) OUT: (.+)", line.strip())
-            if not match:
-                raise BenchbuildError(f"{path}, line {number}: not a SCAN line ('IN: <command> OUT: <actions>')")
-            command, actions = match.groups()
-            try:
-                expected = interpret(command)
-            except (KeyError, ValueError, IndexError):
-                raise BenchbuildError(f"{path}, line {number}: {command!r} is not a SCAN command") from None
-            if expected != actions:
-                raise BenchbuildError(f"{path}, line {number}: the actions of {command!r} are not what the grammar gives")
-            examples.append(Example(command, actions))
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        match = re.fullmatch(r"IN: (.+?) OUT: (.+)", line.strip())
+        if not match:
+            raise BenchbuildError(f"{path}, line {number}: not a SCAN line ('IN: <command> OUT: <actions>')")
+        command, actions = match.groups()
+        try:
+            expected = interpret(command)
+        except (KeyError, ValueError, IndexError):
+            raise BenchbuildError(f"{path}, line {number}: {command!r} is not a SCAN command") from None
+        if expected != actions:
+            raise BenchbuildError(f"{path}, line {number}: the actions of {command!r} are not what the grammar gives")
+        examples.append(Example(command, actions))
     return examples

@@ -1,11 +1,14 @@
 """A UTF-8 byte-order mark (what Windows' Notepad and Excel's "CSV UTF-8" put first) is not text: no reader makes it
 part of the first row (issue #45), whatever it reads: corpora (parallel files, TSV, one sentence a line), SCAN's
-canonical files, TOML pipelines and sweeps, predictions to score, CTER lexicons."""
+canonical files, TOML pipelines and sweeps, predictions to score, CTER lexicons. And bytes that are not UTF-8 are one
+line naming the file and the line."""
 
 from __future__ import annotations
 
 import codecs
 from pathlib import Path
+
+import pytest
 
 from benchbuild.corpus import read_lines, read_parallel, read_tsv
 from benchbuild.evaluation.cter import read_lexicon
@@ -37,3 +40,19 @@ def test_scan_files_tomls_and_lexicons_read_their_first_line_whole(tmp_path):
     assert read_toml(pipeline, "pipeline") == {"name": "quick"}
     lexicon = _file(tmp_path / "lexicon.tsv", "house\tmaison\n")
     assert list(read_lexicon(lexicon).translations) == ["house"]
+
+
+def test_bytes_that_are_not_utf8_are_one_line_naming_the_file_and_line(tiny_scan, tmp_path):
+    from commands import benchbuild_in_process
+
+    from benchbuild.errors import BenchbuildError
+    from benchbuild.text_files import read_text
+
+    predictions = tmp_path / "predictions.txt"
+    predictions.write_bytes(BOM + b"I_JUMP\nI_WALK caf\xe9\nI_RUN\n")
+    with pytest.raises(BenchbuildError, match=r"predictions.txt, line 2: not valid UTF-8 \(byte 0xe9 at column 11\)"):
+        read_text(predictions)
+    done = benchbuild_in_process("score", "--data", tiny_scan, "--split", "test", "--predictions", predictions)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1
+    assert f"{predictions}, line 2: not valid UTF-8" in lines[0]
