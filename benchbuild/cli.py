@@ -767,14 +767,14 @@ def import_command(
 ) -> None:
     """Import split files made elsewhere (a published release, COGS, any TSV, JSONL, parquet or HF dataset) as a
     benchmark folder that train, eval, score and report take like a built one."""
-    from benchbuild.importing.build import import_benchmark
+    from benchbuild.importing.build import counts_checked, import_benchmark
 
     parameters.check(layout, folder)
     check_output(out_dir, "--out", "benchmark", inputs=parameters.inputs(folder), overwrite=overwrite)
     benchmark = import_benchmark(parameters, layout, folder, default_name=out_dir.resolve().name)
     _save(benchmark, out_dir, format, overwrite)
     rows = ", ".join(f"{name} {split.rows:,}" for name, split in benchmark.info.splits.items())
-    checked = f"; the published line counts of {layout} checked" if layout else ""
+    checked = f"; {counts_checked(parameters, layout)}" if layout else ""
     out.print(f"wrote {out_dir} as {benchmark.info.family}/{benchmark.info.name.split('/')[-1]} ({rows}{checked})",
               markup=False, highlight=False, soft_wrap=True)
 

@@ -80,6 +80,22 @@ def import_benchmark(parameters: ImportParameters, layout_name: str | None, fold
     return Benchmark.from_splits({split: datasets.Dataset(table) for split, table in tables.items()}, info, card)
 
 
+def counts_checked(parameters: ImportParameters, layout_name: str | None) -> str:
+    """What the import's summary line says of the layout's published line counts: which splits were checked against
+    them, and which were given with --split instead (not checked); "" without a layout."""
+    if layout_name is None:
+        return ""
+    given = {parse_split(split).name for split in parameters.split or []}
+    published = [split.name for split in LAYOUTS[layout_name].splits]
+    checked = [name for name in published if name not in given]
+    replaced = [name for name in published if name in given]
+    if not replaced:
+        return f"the published line counts of {layout_name} checked"
+    text = (f"the published line counts of {layout_name} checked for {', '.join(checked)}" if checked
+            else f"no published line count of {layout_name} checked")
+    return f"{text}; {', '.join(replaced)} given with --split, not checked against them"
+
+
 def split_files(parameters: ImportParameters, layout: Layout | None, folder: Path | None) -> list[SplitFiles]:
     """Every split's files, checked (exist, aligned, a layout's published counts) before any is read."""
     given = {split.name: split for split in map(parse_split, parameters.split or [])}

@@ -76,12 +76,22 @@ def react_benchmark(benchbuild, shared_data, small_splits, tmp_path_factory) -> 
     return out
 
 
+SAID: dict[str, str] = {}  # what each module fixture's import printed
+
+
 @pytest.fixture(scope="module")
 def cognition_benchmark(benchbuild, shared_data, small_splits, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("cognition") / "cognition-published"
-    code, _, stderr = import_cognition(benchbuild, shared_data / "cognition", small_splits, out)
+    code, stdout, stderr = import_cognition(benchbuild, shared_data / "cognition", small_splits, out)
     assert code == 0, stderr
+    SAID["cognition"] = stdout
     return out
+
+
+def test_an_import_says_which_published_counts_it_checked_and_which_splits_it_did_not(cognition_benchmark):
+    said = " ".join(SAID["cognition"].split())
+    assert ("the published line counts of cognition checked for cg_test; train, validation, test given with --split, "
+            "not checked against them") in said
 
 
 def test_react_keeps_the_published_rows_and_scores_each_rows_degree(react_benchmark, shared_data):
