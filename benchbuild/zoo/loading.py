@@ -83,13 +83,31 @@ def load_tokenizer(folder: str | Path):
 def _load_one_tokenizer(folder: Path, recovery_for: Path | None = None):
     from transformers import AutoTokenizer
 
+    missing = [name for name in TOKENIZER_FILES if not (folder / name).is_file()]
+    if missing:
+        raise BenchbuildError(f"{folder} has no {' and no '.join(missing)} (its tokenizer): the run folder is "
+                              f"incomplete; {_recovery(recovery_for or folder)}")
     refuse_remote_code(folder)
     try:
         return AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     except Exception as error:  # noqa: BLE001 - a bad tokenizer file raises OSError, ValueError or the tokenizers' own
-        raise BenchbuildError(f"the tokenizer in {folder} cannot be loaded ({type(error).__name__}: "
-                              f"{' '.join(str(error).split())[:200]}): tokenizer.json or tokenizer_config.json is "
-                              f"missing, truncated or corrupt; {_recovery(recovery_for or folder)}") from error
+        damaged = next((name for name in TOKENIZER_FILES if not _is_json(folder / name)), None)
+        what = (f"{folder / damaged} is not valid JSON (truncated or corrupt)" if damaged else
+                f"the tokenizer in {folder} cannot be loaded ({type(error).__name__}: "
+                f"{' '.join(str(error).split())[:200]})")
+        raise BenchbuildError(f"{what}; {_recovery(recovery_for or folder)}") from error
+
+
+# The files `save_pretrained` writes for a run's tokenizer (or each of its two dictionaries).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def _is_json(path: Path) -> bool:
+    try:
+        json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 class TranslationTokenizer:

@@ -187,3 +187,16 @@ def test_report_counts_a_run_named_twice_once(run_copy, tiny_scan):
     row = (run_copy.parent / "r.csv").read_text().splitlines()[1].split(",")
     assert row[4] == "1"  # runs
     assert "given twice" in twice.stderr
+
+
+@pytest.mark.parametrize("damage", ["missing tokenizer.json", "missing tokenizer_config.json", "cut tokenizer.json"])
+def test_a_run_folder_with_a_missing_or_damaged_tokenizer_file_is_one_line_naming_it(run_copy, tiny_scan, damage):
+    how, name = damage.split(" ")
+    path = run_copy / name
+    if how == "missing":
+        path.unlink()
+        expected = f"{run_copy} has no {name} (its tokenizer): the run folder is incomplete"
+    else:
+        path.write_bytes(path.read_bytes()[:100])
+        expected = f"{path} is not valid JSON (truncated or corrupt)"
+    refused(benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--device", "cpu"), expected)
