@@ -45,8 +45,10 @@ class FigureFolder:
             name, number = f"{stem}-{number}", number + 1
         self.used.add(name)
         png, pdf = self.folder / f"{name}.png", self.folder / f"{name}.pdf"
-        figure.savefig(png, dpi=DPI)
-        figure.savefig(pdf)
+        # The image grows to hold every artist: a legend wider than the panels (long paper names under a narrow
+        # figure) is never cut at the image's edge.
+        figure.savefig(png, dpi=DPI, bbox_inches="tight", pad_inches=0.05)
+        figure.savefig(pdf, bbox_inches="tight", pad_inches=0.05)
         return Figure(title, caption, png, pdf)
 
 

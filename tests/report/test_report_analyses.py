@@ -97,3 +97,25 @@ def test_an_evaluation_without_predictions_has_none(tmp_path):
     (tmp_path / "metrics.json").write_text(json.dumps({"benchmark": "scan/x", "split": "test"}))
     evaluation = Evaluation(tmp_path / "metrics.json", {"benchmark": "scan/x", "split": "test"})
     assert evaluation.predictions_file is None and evaluation.predictions() == []
+
+
+def test_a_legend_wider_than_its_figure_fits_inside_the_saved_image(tmp_path):
+    """Every figure is saved through `FigureFolder.save`: one whose legend (long paper names under a narrow panel)
+    is wider than the figure still shows it whole, in the PNG and the PDF."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    from benchbuild.report.figures import DPI, FigureFolder, _figure
+
+    figure = _figure(3.0, 2.0)
+    axis = figure.subplots()
+    for number in range(2):
+        axis.scatter([number], [number], label=f"Csordás, Irie and Schmidhuber (2021), other protocol, run {number}")
+    figure.legend(loc="outside lower center", ncols=2, fontsize="small")
+    saved = FigureFolder(tmp_path).save(figure, "wide legend", "")
+    figure.set_dpi(DPI)
+    legend = figure.legends[0].get_window_extent(FigureCanvasAgg(figure).get_renderer()).width  # pixels at DPI
+    assert legend > 3.0 * DPI  # wider than the figure asked for
+    with Image.open(saved.png) as image:
+        assert image.width >= legend
+    assert saved.pdf.stat().st_size > 0
