@@ -43,6 +43,22 @@ METRICS_FILE = "metrics.json"
 TARGET_TOKENIZER_DIR = "target_tokenizer"  # the target dictionary of a run with separate dictionaries
 
 
+# The folders benchbuild makes inside a run folder and writes into.
+RUN_SUBFOLDERS = (CHECKPOINTS_DIR, TARGET_TOKENIZER_DIR)
+
+
+def check_subfolders(out: Path) -> None:
+    """None of the folders benchbuild writes into inside run folder `out` is a symbolic link: writing (or pruning old
+    checkpoints) through one would change files benchbuild did not make. Checked when a run starts or resumes and
+    before each checkpoint."""
+    for name in RUN_SUBFOLDERS:
+        path = out / name
+        if path.is_symlink():
+            raise BenchbuildError(f"{path} is a symbolic link (to {os.readlink(path)}): benchbuild writes only into "
+                                  "folders it made and never through a link; remove the link (its target is "
+                                  "untouched) and rerun")
+
+
 def claim(folder: str | Path) -> FolderLock:
     """Hold `folder` for this process (`with claim(out):`): a second benchbuild process is refused, naming this one."""
     return FolderLock(folder, what="run folder")
@@ -76,7 +92,8 @@ def open_run(out: Path, identity: dict[str, Any], overwrite: bool) -> dict[str, 
     identity = json.loads(json.dumps(identity))
     check_output(out, "--out", "run", exists="continue")
     if overwrite:
-        clear(out)
+        clear(out)  # a link among the entries is removed, never followed
+    check_subfolders(out)
     if out.exists() and any(path.name not in CLAIM_FILES for path in out.iterdir()):
         run = read_run(out)
         previous = run.get("identity", {})

@@ -15,7 +15,7 @@ import torch
 
 from benchbuild.atomic import atomic_directory
 from benchbuild.errors import BenchbuildError
-from benchbuild.run_folder import CHECKPOINTS_DIR, STATE_FILE
+from benchbuild.run_folder import CHECKPOINTS_DIR, STATE_FILE, check_subfolders
 
 KEEP_CHECKPOINTS = 2
 
@@ -47,6 +47,7 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
 def save_checkpoint(out: Path, network, optimizer, scheduler, state: TrainerState) -> None:
     """Write `checkpoints/step-NNNNNNNN/` (weights, optimizer, scheduler, `state` and every RNG state) atomically and
     keep only the newest `KEEP_CHECKPOINTS`."""
+    check_subfolders(out)
     target = out / CHECKPOINTS_DIR / f"step-{state.step:08d}"
     with atomic_directory(target, overwrite=True) as tmp:
         network.save_pretrained(tmp)

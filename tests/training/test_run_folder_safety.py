@@ -200,3 +200,25 @@ def test_a_run_folder_with_a_missing_or_damaged_tokenizer_file_is_one_line_namin
         path.write_bytes(path.read_bytes()[:100])
         expected = f"{path} is not valid JSON (truncated or corrupt)"
     refused(benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--device", "cpu"), expected)
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_checkpoints_folder_that_is_a_link_is_never_written_through(run_copy, tiny_scan, tiny_model, tmp_path,
+                                                                      overwrite):
+    """On resume the run is refused before any step; with --overwrite the link goes (its target stays) and the run
+    starts afresh in a folder of its own."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "step-00000099").mkdir()
+    (elsewhere / "keep.txt").write_text("mine", encoding="utf-8")
+    shutil.rmtree(run_copy / "checkpoints")
+    (run_copy / "checkpoints").symlink_to(elsewhere, target_is_directory=True)
+    before = file_hashes(elsewhere)
+    done = _train(tiny_model, tiny_scan, run_copy, "--max-steps", "40", *(["--overwrite"] if overwrite else []))
+    if overwrite:
+        assert done.returncode == 0, done.stderr
+        assert not (run_copy / "checkpoints").is_symlink() and (run_copy / "checkpoints").is_dir()
+    else:
+        refused(done, f"{run_copy / 'checkpoints'} is a symbolic link (to {elsewhere})", "remove the link")
+    assert file_hashes(elsewhere) == before and sorted(path.name for path in elsewhere.iterdir()) == [
+        "keep.txt", "step-00000099"]
