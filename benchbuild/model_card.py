@@ -29,6 +29,21 @@ def parameter_count(network) -> int:
     return sum(parameter.numel() for parameter in network.parameters())
 
 
+def _against(entry: Any, reported: Mapping[str, Any], record: Mapping[str, Any]) -> str:
+    """This run against a paper's number, as the report judges a row (`protocol`): "made as the paper's number" (one
+    run of the paper's protocol), or "not comparable: " and what differs (a cut budget, another recipe or selection,
+    architecture keys it changed, an unfinished run)."""
+    from benchbuild.protocol import PaperProtocol, RunProtocol, run_differences
+
+    differences = run_differences(PaperProtocol.of(entry.recipes, reported, str(entry.path)), RunProtocol.of(record))
+    changed = record.get("architecture_overrides") or {}
+    if changed:
+        differences.append("architecture changed: " + ", ".join(f"{key} = {value}" for key, value in changed.items()))
+    if record.get("status") not in (None, "complete"):
+        differences.insert(0, f"unfinished ({record.get('status')} at step {record.get('steps_done', 0):,})")
+    return "not comparable: " + "; ".join(differences) if differences else "made as the paper's number"
+
+
 def render_model_card(record: Mapping[str, Any], parameters: int, vocabulary: int,
                       entry: Any | None = None, source_vocabulary: int | None = None,
                       evaluations: Sequence[tuple[str, Mapping[str, Any]]] = (),
@@ -45,7 +60,7 @@ def render_model_card(record: Mapping[str, Any], parameters: int, vocabulary: in
     recipe_name = record["recipe_family"]
     architecture = {**record["identity"]["architecture"], **record.get("architecture_overrides", {})}
     reported = [] if entry is None else [
-        row for row in entry.reported
+        {**row, "against": _against(entry, row, record)} for row in entry.reported
         if reported_on(str(row["benchmark"]), benchmark["family"], benchmark["name"], benchmark["splits"])]
     header = {"library_name": "transformers", "tags": ["benchbuild", record["model"]]}
     # The recipe's step count on this benchmark: a recipe in `epochs` has it from the train rows (`planned_steps`).

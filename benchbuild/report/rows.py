@@ -22,7 +22,7 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.uncertainty import DifferenceTest, p_text
 from benchbuild.papers import (SPREADS, Paper, cited_paper, differences_of, reported_on, selection_rule,
                                source_in_words)
-from benchbuild.report.protocol import Comparison, PaperProtocol, RunProtocol, compare
+from benchbuild.protocol import Comparison, PaperProtocol, RunProtocol, compare
 from benchbuild.run_folder import METRICS_FILE, metrics_files, read_metrics, read_run
 
 

@@ -20,7 +20,7 @@ from small_inputs import scan_grammar_rows, tiny_transformer_entry, write_benchm
 
 from benchbuild.papers import PAPERS
 from benchbuild.report.markdown import APART_HEADING
-from benchbuild.report.protocol import PaperProtocol, RunProtocol, compare
+from benchbuild.protocol import PaperProtocol, RunProtocol, compare
 from benchbuild.report.rows import build_report
 from benchbuild.zoo.catalogue import load_entry
 

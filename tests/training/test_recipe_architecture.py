@@ -84,5 +84,18 @@ def test_the_run_folders_model_card_states_size_recipe_selection_and_the_papers_
     assert f"- **vocabulary**: {model.config.vocab_size:,} tokens" in card
     assert "| `d_ff` | `40` |" in card and "| `encoder_layers` | `1` |" in card
     assert "- **recipe**: `scan_000`" in card and "- **selection**: `best_validation` by validation exact match; the weights here are step" in card
-    assert "| scan/simple | exact_match | 99.0 | 000 Table 3 | `scan_000` (this run) |" in card
+    assert ("| scan/simple | exact_match | 99.0 | 000 Table 3 | `scan_000` (this run) | not comparable: trained 2 of "
+            in card)
     assert card.startswith("---\nlibrary_name: transformers\n")
+
+
+def test_the_model_card_says_whether_the_run_was_made_as_the_papers_number_and_what_differs(tiny_scan,
+                                                                                           two_paper_model, tmp_path):
+    train(two_paper_model, tiny_scan, tmp_path / "full", device="cpu", progress=False)
+    card = (tmp_path / "full" / "README.md").read_text()
+    assert "| `scan_000` (this run) | made as the paper's number |" in card
+    train(two_paper_model, tiny_scan, tmp_path / "shrunk", device="cpu", progress=False,
+          architecture_overrides={"d_model": 16, "num_heads": 2})
+    card = (tmp_path / "shrunk" / "README.md").read_text()
+    assert ("| `scan_000` (this run) | not comparable: architecture changed: d_model = 16, num_heads = 2 |"
+            in card)
