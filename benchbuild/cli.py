@@ -506,6 +506,17 @@ def _optional_device(value: str | None) -> str | None:
         raise typer.BadParameter(str(error)) from None
 
 
+def _stack_option(value: str) -> str:
+    """`--stack`: a number of runs of at least 1, or auto (`sweep.stacks.parse_stack`), refused as a usage error."""
+    from benchbuild.sweep.stacks import parse_stack
+
+    try:
+        parse_stack(value)
+    except BenchbuildError as error:
+        raise typer.BadParameter(str(error)) from None
+    return value
+
+
 @app.command("reproduce")
 def reproduce_command(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN", help="A trained (and evaluated) run folder.",
@@ -720,11 +731,12 @@ def sweep_command(
                                           "nothing.")] = False,
     status: Annotated[bool, typer.Option("--status", help="Print every run's state, read from the run folders "
                                          "(also for a sweep running elsewhere), and exit.")] = False,
-    device: Annotated[Optional[str], typer.Option("--device", help="cpu, cuda, cuda:N or auto for every run "
-                                                  "(default: the sweep file's device).")] = None,
-    stack: Annotated[str, typer.Option("--stack", help="Train up to this many runs that differ only in seed as one "
-                                       "stacked model in one process; auto: on CUDA up to 72, on CPU none (no "
-                                       "faster there).")] = "auto",
+    device: Annotated[Optional[str], typer.Option("--device", metavar="auto|cpu|cuda|cuda:N",
+                                                  callback=_optional_device, help="Where every run trains and is "
+                                                  "scored (default: the sweep file's device).")] = None,
+    stack: Annotated[str, typer.Option("--stack", metavar="K|auto", callback=_stack_option,
+                                       help="Train up to K runs that differ only in seed as one stacked model in one "
+                                       "process; auto: on CUDA up to 72, on CPU none (no faster there).")] = "auto",
 ) -> None:
     """Train and score a grid of models (x their architecture configurations) x benchmarks x seeds, resumable, then
     write the report beside the papers' numbers. A rerun of the same command skips finished runs and resumes killed
