@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
@@ -77,6 +78,16 @@ class GridCell:
     metric: str
     configurations: list[Configuration]
     best: Configuration
+
+    @property
+    def spread(self) -> str:
+        """How much of the pick's mean is selection (issue #43: 000's numbers are the best of a grid, picked on the
+        test set): the best, the median and the worst of the configurations' means; "" for one configuration."""
+        means = sorted((self.row(configuration).mean for configuration in self.configurations), reverse=True)
+        if len(means) < 2:
+            return ""
+        return (f"best of {len(means)} configurations' means {means[0]:.2f}, their median "
+                f"{statistics.median(means):.2f}, the worst {means[-1]:.2f}")
 
     def row(self, configuration: Configuration, metric: str | None = None) -> ReportRow:
         """`configuration`'s row of this cell, for `metric` (default: the one the rule compares)."""
@@ -177,12 +188,13 @@ def markdown_grid(grid: Grid) -> str:
     then every configuration's mean (the picked one marked), under the rule in words."""
     lines = ["", "## Hyperparameter grid", "", text(grid.rule_text), "",
              "| model | benchmark | split | metric | best configuration | runs (seeds) | ours: mean ± s.e. | "
-             "ours: 95% CI | paper | source |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "ours: 95% CI | paper | source | selection spread |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for cell in grid.searched:
         row = cell.row(cell.best)
         lines.append(table_row([cell.model, cell.benchmark, cell.split, metric_name(cell.metric), cell.best.label,
                                 _seeds(row), _mean(row), interval_text(row), _paper(row),
-                                row.source if row.paper is not None else ""]))
+                                row.source if row.paper is not None else "", cell.spread]))
     lines += ["", "Every configuration (the rule's pick in bold):", "",
               "| model | benchmark | split | metric | configuration | runs (seeds) | mean ± s.e. | 95% CI |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -245,6 +257,7 @@ def html_grid(grid: Grid) -> dict[str, Any]:
             "model": cell.model, "benchmark": cell.benchmark, "split": cell.split, "metric": metric_name(cell.metric),
             "best": cell.best.label, "mean": _mean(best), "ci": _bounds(best), "seeds": _seeds(best),
             "paper": _paper(best) or "—", "paper_source": best.source if best.paper is not None else "",
+            "spread": cell.spread,
             "configurations": [{"label": c.label, "mean": _mean(cell.row(c)), "ci": _bounds(cell.row(c)),
                                 "seeds": _seeds(cell.row(c)),
                                 "sort": round(cell.row(c).mean, 6), "best": c is cell.best}

@@ -89,3 +89,17 @@ def test_the_latex_table_sets_each_ours_cell_s_interval_after_it_and_none_where_
     assert cells["tf"] == "$66.00$ {\\scriptsize $[61.20, 70.80]$}"
     assert cells["old"] == "$12.00$"  # evaluated before intervals were recorded: no bracket
     assert "then in brackets its 95\\% confidence interval: the t-interval over seeds" in text
+
+
+def test_the_grid_says_how_much_of_the_picks_mean_is_selection(grid):
+    """Beside the pick, the best, median and worst of the configurations' means (issue #43: 000's numbers are the
+    best of a grid), in the Markdown picks table and on the page; nothing for a cell of one configuration."""
+    means = sorted([statistics.mean(WIDE), statistics.mean(NARROW)], reverse=True)
+    spread = (f"best of 2 configurations' means {means[0]:.2f}, their median {statistics.median(means):.2f}, the "
+              f"worst {means[1]:.2f}")
+    picked = markdown_grid(grid).split("Every configuration")[0]
+    sag = next(line for line in picked.splitlines() if line.startswith("| sag |"))
+    assert sag.endswith(f"| {spread} |")
+    assert next(line for line in picked.splitlines() if line.startswith("| tf |")).endswith("|  |")
+    cells = {cell["model"]: cell for cell in html_grid(grid)["cells"]}
+    assert cells["sag"]["spread"] == spread and cells["tf"]["spread"] == ""
