@@ -96,8 +96,10 @@ def is_metrics_file(path: Path) -> bool:
     return isinstance(value, dict) and "benchmark" in value and "split" in value
 
 
-# How each report format begins (the html: its generator tag, within its head).
-REPORT_SIGNATURES = {".md": "| model | benchmark |", ".csv": "model,benchmark,split,metric,",
+# How each report format begins (the html: its generator tag, within its head). Markdown reports begin with the
+# comment since "What is missing" went first; those written before began with the table.
+MARKDOWN_SIGNATURE = "<!-- Written by `benchbuild report` -->"
+REPORT_SIGNATURES = {".md": (MARKDOWN_SIGNATURE, "| model | benchmark |"), ".csv": "model,benchmark,split,metric,",
                      ".tex": "% Written by `benchbuild report`", ".bib": "% Written by `benchbuild report`",
                      ".html": '<meta name="generator" content="benchbuild report">'}
 
@@ -110,7 +112,9 @@ def is_report_file(path: Path) -> bool:
             head = handle.read(1024)
     except (OSError, UnicodeDecodeError):
         return False
-    return signature is not None and (head.startswith(signature) if path.suffix != ".html" else signature in head)
+    if signature is None:
+        return False
+    return signature in head if path.suffix == ".html" else head.startswith(signature)
 
 
 def is_report_figures(path: Path) -> bool:

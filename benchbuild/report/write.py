@@ -16,6 +16,7 @@ from benchbuild.report.csv_table import csv_table
 from benchbuild.report.figures import Figure, FigureFolder
 from benchbuild.report.formats import FORMATS
 from benchbuild.report.grid import DEFAULT_RULE, Grid, csv_grid, grid_report, html_grid, latex_grid, markdown_grid
+from benchbuild.outputs import MARKDOWN_SIGNATURE
 from benchbuild.report.markdown import markdown_table, text as markdown_text
 from benchbuild.report.rows import ReportRow, build_report
 from benchbuild.report.runs import BenchmarkFolders, RunSummary, read_runs
@@ -78,8 +79,8 @@ def write_report(run_dirs: Sequence[str | Path], prefix: str | Path, formats: Se
         if "md" in formats:
             notes = "".join(f"- {markdown_text(note)}\n" for note in report.notes)
             # What the runs lack goes first, as on the HTML page (README "Models: train, evaluate, score, report").
-            texts["md"] = ((f"## What is missing\n\n{notes}\n" if notes else "") + markdown_table(report.rows)
-                           + (markdown_grid(grid) if grid else ""))
+            texts["md"] = (f"{MARKDOWN_SIGNATURE}\n\n" + (f"## What is missing\n\n{notes}\n" if notes else "")
+                           + markdown_table(report.rows) + (markdown_grid(grid) if grid else ""))
         if "csv" in formats:
             texts["csv"] = csv_grid(grid) if grid else csv_table(report.rows)
         if "tex" in formats:

@@ -142,7 +142,8 @@ def test_the_error_view_marks_where_prediction_and_reference_differ(full_report,
 
 def test_markdown_keeps_the_table_and_adds_what_is_missing(full_report):
     markdown = full_report.files[0].with_suffix(".md").read_text(encoding="utf-8")
-    assert markdown.startswith("| model | benchmark | split | metric |")
-    assert "## What is missing" in markdown
+    # What the runs lack first, as on the page (README), under the comment that marks the file as benchbuild's.
+    assert markdown.startswith("<!-- Written by `benchbuild report` -->\n\n## What is missing\n")
+    assert markdown.index("## What is missing") < markdown.index("| model | benchmark | split | metric |")
     assert "tiny_sag_t5 on scan/tiny (test): one seed (0), so no standard error." in markdown
     assert "tiny_sag_t5 on scan/tiny (test): the catalogue has no paper number for exact_match." in markdown

@@ -42,7 +42,7 @@ def test_a_report_of_runs_with_missing_pieces_renders_every_format_and_says_what
     for note in expected:
         assert note in markdown
         assert str(escape(note)) in page
-    assert markdown.startswith("## What is missing\n")  # at the top, as on the page (README)
+    assert markdown.startswith("<!-- Written by `benchbuild report` -->\n\n## What is missing\n")  # at the top
     # The unevaluated run still has its learning curve; the run without a log has none, nor any error view.
     titles = {figure.title for figure in report.figures}
     assert "learning curves scan/tiny" in titles and "results" in titles
