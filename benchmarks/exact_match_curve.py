@@ -6,9 +6,9 @@ the recipe's `select = "last"`: the latest weights) by greedy exact match from o
 (`greedy_matches`, equal to greedy decoding). The curve goes to `OUT/test_curve.jsonl`, one line per point; rerun the
 same command to go on after a stop (points already scored are kept).
 
-    python benchmarks/test_curve.py --model sag_t5 --data out/scan/addprim_jump --out runs/issue43/curve-seed0 \\
+    python benchmarks/exact_match_curve.py --model sag_t5 --data out/scan/addprim_jump --out runs/issue43/curve-seed0 \\
         [--seed 0] [--every 500] [--steps 14327] [--device cpu]
-    python benchmarks/test_curve.py --smoke --work DIR    # a tiny model, 2 points of 2 steps: checks the script
+    python benchmarks/exact_match_curve.py --smoke --work DIR    # a tiny model, 2 points of 2 steps: checks the script
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def scored_points(out: Path) -> dict[int, dict]:
     return {point["step"]: point for point in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
 
 
-def test_exact_match(out: Path, sources: list[str], targets: list[str], device: str, batch_size: int) -> float:
+def scored_exact_match(out: Path, sources: list[str], targets: list[str], device: str, batch_size: int) -> float:
     network = load_model(out).to(device).eval()
     matches = greedy_matches(network, load_tokenizer(out), sources, targets, batch_size=batch_size)
     return 100.0 * sum(matches) / len(matches)
@@ -80,7 +80,7 @@ def main() -> None:
                 started = time.perf_counter()
                 result = train(args.model, args.data, args.out, seed=args.seed, max_steps=step, device=args.device,
                                progress=False, overrides=overrides, architecture_overrides=architecture)
-                match = test_exact_match(args.out, sources, targets, args.device, args.batch_size)
+                match = scored_exact_match(args.out, sources, targets, args.device, args.batch_size)
                 point = {"step": result.steps, "test_exact_match": round(match, 4),
                          "seconds": round(time.perf_counter() - started, 1)}
                 with open(args.out / CURVE_FILE, "a", encoding="utf-8") as handle:
