@@ -881,10 +881,19 @@ def main() -> None:
     sys.exit(result if isinstance(result, int) else 0)
 
 
+# Commands whose rerun goes on from where a stopped one was (runs resume from their last checkpoint, build-react from
+# its cache, sweeps and pipelines skip what finished); every other command starts its work again.
+RESUMING_COMMANDS = ("train", "sweep", "run", "build-react")
+
+
 def _stopped(what: str, where: str, code: int) -> None:
-    """One line on stderr saying that a signal stopped the command (and where, for a pipeline), then exit `code`."""
-    print(f"benchbuild: {what} {where or '(the same command again goes on: runs and builds resume)'}",
-          file=sys.stderr, flush=True)  # one line, unwrapped, whatever the terminal's width
+    """One line on stderr saying that a signal stopped the command (and where, for a pipeline) and what the same
+    command does when run again, then exit `code`."""
+    command = next((argument for argument in sys.argv[1:] if not argument.startswith("-")), "")
+    again = ("(the same command again goes on from where it stopped)" if command in RESUMING_COMMANDS
+             else "(the same command again starts it over)")
+    # One line, under 80 columns: a progress display still live would wrap a longer one at the terminal's width.
+    print(f"benchbuild: {what} {where or again}", file=sys.stderr, flush=True)
     sys.exit(code)
 
 

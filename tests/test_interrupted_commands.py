@@ -153,6 +153,8 @@ def test_ctrl_c_stops_train_with_130_and_leaves_a_run_that_resumes(inputs, tmp_p
     process = start(train_command(inputs, run_dir, "--max-steps", "100000"), tmp_path / "train.log")
     wait_for(process, lambda: checkpoints(run_dir), "the first checkpoint")
     assert_interrupted(stop(process, signal.SIGINT), tmp_path / "train.log")
+    said = (tmp_path / "train.log").read_text(encoding="utf-8", errors="replace")
+    assert "benchbuild: interrupted (the same command again goes on from where it stopped)\n" in said
 
     # Not complete, so never reported ("starting" until the first validation has updated run.json).
     assert json.loads((run_dir / "run.json").read_text())["status"] in ("starting", "running")
@@ -182,6 +184,9 @@ def test_ctrl_c_stops_eval_with_130_and_writes_no_metrics(inputs, evaluable, tmp
     process = start(eval_command(evaluable, data, out), tmp_path / "eval.log")
     wait_for(process, decoding(tmp_path / "eval.log"), "decoding")
     assert_interrupted(stop(process, signal.SIGINT), tmp_path / "eval.log")
+    said = (tmp_path / "eval.log").read_text(encoding="utf-8", errors="replace")
+    # eval decodes again from the start: it does not claim to resume
+    assert "benchbuild: interrupted (the same command again starts it over)\n" in said
     assert not (out / "metrics.json").exists() and not (out / "predictions.jsonl").exists()
     assert not out.exists() or not leftovers(out)
 
