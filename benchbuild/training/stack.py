@@ -128,51 +128,37 @@ def _check_recipes(model: str | Path, data: str | Path, members: list[tuple[Path
     if kind not in STACKABLE_KINDS:
         raise BenchbuildError(f"{entry.name}: a {kind} model cannot be trained in a stack (stackable kinds: "
                               f"{', '.join(STACKABLE_KINDS)}); train its runs one by one")
-    first_out, first = members[0]
-    for out, options in members[1:]:
-        if json.dumps(options.architecture_overrides or {}, sort_keys=True) != \
-                json.dumps(first.architecture_overrides or {}, sort_keys=True):
-            raise BenchbuildError(f"{out} and {first_out} differ in architecture: the runs of a stack share their "
-                                  "shapes")
     info = read_build_info(Path(data))
-    batching = None
+    first_out = members[0][0]
+    shared = None
     for out, options in members:
         family = options.recipe or default_recipe(entry.recipes, entry.reported, info.family, info.name, info.splits)
         recipe = resolve_recipe(entry.recipes, family, options.overrides, source=str(entry.path))
         if recipe.batch_tokens is not None:
             raise BenchbuildError(f"{out}: a recipe with token batches (batch_tokens) cannot be stacked: each "
                                   "member's batches would hold other numbers of rows")
-        mine = {key: getattr(recipe, key) for key in ("batch_size", "micro_batches", "precision")}
-        if batching is not None and mine != batching:
-            key = next(key for key in mine if mine[key] != batching[key])
-            raise BenchbuildError(f"{out} and {first_out} differ in {key} ({mine[key]!r} and {batching[key]!r}): "
-                                  "the runs of a stack share it")
-        batching = mine
+        # What `prepare` builds: the entry's architecture under the recipe's, under the run's overrides.
+        architecture = {**entry.architecture, **recipe.architecture, **(options.architecture_overrides or {})}
+        mine = {"architecture": json.dumps(architecture, sort_keys=True),
+                **{key: getattr(recipe, key) for key in ("batch_size", "micro_batches", "precision")}}
+        if shared is not None and mine != shared:
+            key = next(key for key in mine if mine[key] != shared[key])
+            raise BenchbuildError(f"{out} and {first_out} differ in {key}: the runs of a stack share their shapes "
+                                  "and batches")
+        shared = mine
 
 
 def _check_stackable(runs: list[PreparedRun]) -> None:
-    """The members share shapes and batches: one stackable architecture, parameter shapes, tokenizer, batch size,
-    micro-batches, precision and row batches (token batches differ in rows per member)."""
+    """What only the prepared runs show (`_check_recipes` checked the rest before any folder was written): one
+    process, the same parameter shapes, one vocabulary."""
     first = runs[0]
-    kind = first.record["identity"]["architecture"].get("kind")
-    if kind not in STACKABLE_KINDS:
-        raise BenchbuildError(f"{first.record['model']}: a {kind} model cannot be trained in a stack (stackable "
-                              f"kinds: {', '.join(STACKABLE_KINDS)}); train its runs one by one")
     shapes = _shapes(first)
     for run in runs:
-        if run.recipe.batch_tokens is not None:
-            raise BenchbuildError(f"{run.out}: a recipe with token batches (batch_tokens) cannot be stacked: each "
-                                  "member's batches would hold other numbers of rows")
         if run.accelerator.num_processes > 1:
             raise BenchbuildError("a stack trains in one process; run it without accelerate launch")
-        for key in ("batch_size", "micro_batches", "precision"):
-            if getattr(run.recipe, key) != getattr(first.recipe, key):
-                raise BenchbuildError(f"{run.out} and {first.out} differ in {key} ({getattr(run.recipe, key)!r} "
-                                      f"and {getattr(first.recipe, key)!r}): the runs of a stack share it")
-        if run.record["identity"]["architecture"] != first.record["identity"]["architecture"] or \
-                _shapes(run) != shapes:
-            raise BenchbuildError(f"{run.out} and {first.out} differ in architecture: the runs of a stack share "
-                                  "their shapes")
+        if _shapes(run) != shapes:
+            raise BenchbuildError(f"{run.out} and {first.out} differ in parameter shapes: the runs of a stack share "
+                                  "them")
         if run.tokenizer.get_vocab() != first.tokenizer.get_vocab():
             raise BenchbuildError(f"{run.out} and {first.out} have other vocabularies: the runs of a stack train on "
                                   "one benchmark")
