@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from benchbuild.zoo import build_model, load_entry
-from benchbuild.zoo.transformer import sinusoid
+from benchbuild.zoo.positions import sinusoid
 
 PAD, BOS, EOS = 0, 1, 2
 

@@ -22,7 +22,7 @@ layers in fairseq/fairseq/modules/transformer_layer.py, attention in modules/mul
 - the k₁ layers are TransformerEncoderLayerCrossBoundary with `dangle_encoder_attention_heads` = 8 heads (the
   architectures transformer_rdangle_kv_shared / _kv_sep set it; every other attention has 4); their relative
   positions count within the source and within the target side separately, and a source-target pair gets one of
-  two learned vectors instead of a distance (`benchbuild.zoo.transformer.Attention._shaw_index`). The k₂ layers
+  two learned vectors instead of a distance (`benchbuild.zoo.positions.shaw_index`). The k₂ layers
   and the decoder use the plain relative attention.
 - after the k₂ layers: `enc_layer_norm` (kv_shared), `key_layer_norm` / `value_layer_norm` (kv_sep), when pre-norm.
 
@@ -45,8 +45,9 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.zoo.attention.memory import Memory
 from benchbuild.zoo.dropout import Dropout
 from benchbuild.zoo.layer_norm import LayerNorm
-from benchbuild.zoo.transformer import (SOURCE_SEGMENT, TARGET_SEGMENT, Attention, Stack, TokenEmbedding,
-                                        TransformerConfig, TransformerForSeq2Seq, output_projection)
+from benchbuild.zoo.positions import SOURCE_SEGMENT, TARGET_SEGMENT, TokenEmbedding
+from benchbuild.zoo.transformer import Stack, TransformerConfig, TransformerForSeq2Seq, output_projection
+from benchbuild.zoo.transformer_layers import Attention
 
 
 class DangleConfig(TransformerConfig):

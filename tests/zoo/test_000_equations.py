@@ -13,7 +13,7 @@ import math
 import pytest
 import torch
 
-from benchbuild.zoo.transformer import Attention, SelfAttentionGate
+from benchbuild.zoo.transformer_layers import Attention, SelfAttentionGate
 
 LN2, LN3 = math.log(2.0), math.log(3.0)
 

@@ -12,7 +12,8 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.zoo import load_entry
 from benchbuild.zoo.attention import attend
 from benchbuild.zoo.dangle import DangleConfig, source_then_prefix
-from benchbuild.zoo.transformer import Attention
+from benchbuild.zoo.positions import shaw_index, shaw_term
+from benchbuild.zoo.transformer_layers import Attention
 from tiny_zoo import BOS, EOS, PAD, zoo_network
 
 VOCAB = 30
@@ -64,14 +65,14 @@ def test_cross_boundary_positions_count_within_each_side_and_give_the_boundary_n
     2M - 1 = 3), 6: a source query over a target key, 7: a target query over a source key (the official
     distance_embedding_src / _tgt / _st)."""
     attention = Attention(8, 2, 0.0, position="shaw", max_relative_position=2, segmented=True)
-    index = attention._shaw_index(4, 4, segments_of(2, 1), CPU)
+    index = shaw_index(4, 4, attention.max_relative_position, segments_of(2, 1), CPU)
     assert index.tolist() == [[[1, 0, 6, 6], [2, 1, 6, 6], [7, 7, 4, 3], [7, 7, 5, 4]]]
 
 
 def test_a_source_tokens_positions_do_not_depend_on_the_prefix_length():
     attention = Attention(8, 2, 0.0, position="shaw", max_relative_position=16, segmented=True)
-    short = attention._shaw_index(8, 8, segments_of(5, 2), CPU)[0]
-    long = attention._shaw_index(12, 12, segments_of(5, 6), CPU)[0]
+    short = shaw_index(8, 8, attention.max_relative_position, segments_of(5, 2), CPU)[0]
+    long = shaw_index(12, 12, attention.max_relative_position, segments_of(5, 6), CPU)[0]
     torch.testing.assert_close(long[:5, :5], short[:5, :5])
     assert long[:5, 5:].unique().tolist() == [2 * 31]  # one vector for every source-to-target pair, however far
     assert long[5:, :5].unique().tolist() == [2 * 31 + 1]
@@ -87,7 +88,8 @@ def test_with_attention_kept_on_the_source_its_outputs_are_the_same_for_two_pref
         segments = segments_of(4, prefix_length)
         q, k, v = (attention._heads(projection(x)) for projection in (attention.query, attention.key, attention.value))
         with torch.no_grad():
-            bias = attention._shaw_term(q, k, attention._shaw_index(x.size(1), x.size(1), segments, CPU))
+            index = shaw_index(x.size(1), x.size(1), attention.max_relative_position, segments, CPU)
+            bias = shaw_term(q, k, torch.cat(attention._shaw_tables()), index)
             outputs.append(attend(q, k, v, key_mask=segments.eq(1), bias=bias)[0, :4])
     torch.testing.assert_close(outputs[1], outputs[0])
 
@@ -98,7 +100,8 @@ def test_a_source_query_scores_a_target_key_by_content_not_by_distance():
     x[0, 6] = x[0, 4]  # the same content at target positions 0 and 2 (C_t = [4 source; 3 target])
     q, k = (attention._heads(projection(x)) for projection in (attention.query, attention.key))
     with torch.no_grad():
-        bias = attention._shaw_term(q, k, attention._shaw_index(7, 7, torch.tensor([[1, 1, 1, 1, 2, 2, 2]]), CPU))
+        index = shaw_index(7, 7, attention.max_relative_position, torch.tensor([[1, 1, 1, 1, 2, 2, 2]]), CPU)
+        bias = shaw_term(q, k, torch.cat(attention._shaw_tables()), index)
     torch.testing.assert_close(bias[..., :4, 6], bias[..., :4, 4])
     assert not torch.allclose(bias[..., 6, 4], bias[..., 4, 4])  # within the target side, distance counts
 

@@ -11,7 +11,8 @@ from tiny_zoo import zoo_network
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo import load_entry
-from benchbuild.zoo.transformer import TransformerConfig, fairseq_sinusoid
+from benchbuild.zoo.positions import fairseq_sinusoid
+from benchbuild.zoo.transformer import TransformerConfig
 
 VOCAB = 40
 

@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from benchbuild.zoo import load_entry
-from benchbuild.zoo.transformer import Attention, TransformerConfig
+from benchbuild.zoo.positions import shaw_index, shaw_term
+from benchbuild.zoo.transformer import TransformerConfig
+from benchbuild.zoo.transformer_layers import Attention
 from tiny_zoo import BOS, PAD, zoo_network
 
 VOCAB = 30
@@ -26,9 +28,9 @@ def random_tables(attention: Attention, seed: int = 0) -> None:
 def test_distance_index_is_clipped_at_max_relative_position_minus_one():
     attention = Attention(8, 2, 0.0, position="shaw", max_relative_position=2)
     # r_ij = clamp(i - j, -1, 1) + 1: the official clamp(distance, 1 - M, M - 1) + M - 1.
-    assert attention._shaw_index(4, 4, None, CPU).tolist() == [[1, 0, 0, 0], [2, 1, 0, 0], [2, 2, 1, 0],
-                                                                [2, 2, 2, 1]]
-    assert attention._shaw_index(1, 4, None, CPU).tolist() == [[2, 2, 2, 1]]  # a cached step: the last query
+    m = attention.max_relative_position
+    assert shaw_index(4, 4, m, None, CPU).tolist() == [[1, 0, 0, 0], [2, 1, 0, 0], [2, 2, 1, 0], [2, 2, 2, 1]]
+    assert shaw_index(1, 4, m, None, CPU).tolist() == [[2, 2, 2, 1]]  # a cached step: the last query
 
 
 def test_every_layer_has_one_table_of_2m_minus_1_rows_shared_by_its_heads():
@@ -45,7 +47,8 @@ def test_logits_of_tokens_20_apart_equal_those_16_and_15_apart_but_not_14():
     q = attention._heads(attention.query(x))
     k = attention._heads(attention.key(x))
     with torch.no_grad():
-        bias = attention._shaw_term(q, k, attention._shaw_index(25, 25, None, CPU))[0, 0]
+        index = shaw_index(25, 25, attention.max_relative_position, None, CPU)
+        bias = shaw_term(q, k, torch.cat(attention._shaw_tables()), index)[0, 0]
     torch.testing.assert_close(bias[20, 0], bias[16, 0])
     torch.testing.assert_close(bias[20, 0], bias[15, 0])
     torch.testing.assert_close(bias[0, 20], bias[0, 15])

@@ -9,7 +9,9 @@ import torch
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo import build_model, load_entry
-from benchbuild.zoo.transformer import Attention, TransformerConfig, TransformerForSeq2Seq, sinusoid
+from benchbuild.zoo.positions import sinusoid
+from benchbuild.zoo.transformer import TransformerConfig, TransformerForSeq2Seq
+from benchbuild.zoo.transformer_layers import Attention
 from tiny_zoo import EOS, PAD, zoo_network
 
 VOCAB = 40
