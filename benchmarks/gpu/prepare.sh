@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare the GPU run HERE, on a machine with a package registry: fill the git-ignored folder .gpu/ that travels to
-# the GPU machine beside the working tree (README "On a GPU"; there, benchmarks/gpu/run.sh installs and runs it).
+# the GPU machine beside the working tree (docs/gpu.md; there, benchmarks/gpu/run.sh installs and runs it).
 #
 #   bash benchmarks/gpu/prepare.sh [GROUP ...]      groups of benchmarks/gpu/wheels.txt (default: core dask)
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU run (README "On a GPU"), ON a machine with an NVIDIA GPU and no package registry, from the repository
+# The GPU run (docs/gpu.md), ON a machine with an NVIDIA GPU and no package registry, from the repository
 # root, after benchmarks/gpu/prepare.sh filled .gpu/ where pip reaches a registry and .gpu/ was copied along:
 #
 #   bash benchmarks/gpu/run.sh [--log FILE] [STAGE ...]

@@ -75,7 +75,7 @@ def test_degree_on_an_embedded_cluster_writes_the_local_table(degree_inputs, loc
 
 @pytest.fixture(scope="module")
 def react_arguments(shared_data, tmp_path_factory) -> list[str]:
-    """The README's small build-react example made smaller (a 2-member ensemble of 40 steps, 8 validation pairs)."""
+    """docs/commands.md's small build-react example made smaller (a 2-member ensemble of 40 steps, 8 validation pairs)."""
     react, folder = shared_data / "react", tmp_path_factory.mktemp("react-inputs")
     read = lambda path: path.read_text(encoding="utf-8").splitlines()  # noqa: E731
     de, en = read(react / "valid.de"), read(react / "valid.en")

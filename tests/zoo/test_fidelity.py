@@ -1,6 +1,6 @@
 """Fidelity: every SCAN recipe of the 000/002/003 entries lists its sources and known differences from the paper
-(`[fidelity.<recipe>]`), checked like the rest of an entry; reported numbers say which statistic they are; README's
-Fidelity section names every difference the catalogue lists."""
+(`[fidelity.<recipe>]`), checked like the rest of an entry; reported numbers say which statistic they are; the
+Fidelity section of docs/catalogue.md names every difference the catalogue lists."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from benchbuild.papers import cited_ids, statistic_in_words
 from benchbuild.zoo import build_model, list_entries, load_entry
 from benchbuild.zoo.catalogue import resolved_architecture
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CATALOGUE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "catalogue.md"
 # The SCAN entries of papers 000, 002 and 003 (issue: every one of their SCAN recipes states its fidelity).
 SCAN_ENTRIES = ("transformer", "transformer_ped", "transformer_noscale", "relative_transformer",
                 "universal_transformer", "relative_universal_transformer", "sag", "sag_conv", "sag_fixed_span",
@@ -204,19 +204,22 @@ def test_the_whole_epochs_of_002s_loop_are_the_numbers_its_fidelity_row_gives(sh
     assert f"{updates:,} updates" in row["paper"]
 
 
-def readme_fidelity_section() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("### Fidelity")
-    end = min(found for found in (text.find("\n### ", start + 1), text.find("\n## ", start + 1)) if found != -1)
+def fidelity_section() -> str:
+    """The Fidelity section of docs/catalogue.md, from its heading to the next heading or the end, in lower case."""
+    text = CATALOGUE_PAGE.read_text(encoding="utf-8")
+    start = re.search(r"^#+ Fidelity", text, re.MULTILINE).start()
+    body = text.index("\n", start)
+    following = re.search(r"^#+ ", text[body:], re.MULTILINE)
+    end = body + following.start() if following else len(text)
     return " ".join(text[start:end].split()).lower()
 
 
-def test_readme_fidelity_section_names_every_difference_of_the_scan_entries():
-    section = readme_fidelity_section()
+def test_the_fidelity_section_names_every_difference_of_the_scan_entries():
+    section = fidelity_section()
     assert "benchbuild zoo --model name" in section
     missing = {(entry.name, family, row["what"]) for entry, family, table in scan_tables()
                for row in table["differences"] if row["what"].lower() not in section}
-    assert not missing, f"README's Fidelity section does not name: {sorted(missing)}"
+    assert not missing, f"the Fidelity section of docs/catalogue.md does not name: {sorted(missing)}"
     for entry, _, _ in scan_tables():
         assert set(cited_ids(entry.paper)) & {"000", "002", "003"}, entry.name
 
