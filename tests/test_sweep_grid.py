@@ -59,8 +59,8 @@ def _write(tmp_path: Path, grid: str, models: str = '["transformer"]') -> Path:
 
 
 def test_the_jump_sweep_is_table3s_grid_for_the_transformer_and_sag_t5_on_addprim_jump():
-    """Issue #33's GPU sweep: table3_000.toml's configurations of the two models it compares, on jump only."""
-    jump, whole = (load_sweep(ROOT / "pipelines" / name) for name in ("table3_000_jump.toml", "table3_000.toml"))
+    """Issue #33's GPU sweep: table3_000_tied.toml's configurations of the two models it compares, on jump only."""
+    jump, whole = (load_sweep(ROOT / "pipelines" / name) for name in ("table3_000_jump.toml", "table3_000_tied.toml"))
     assert jump.configurations() == {"transformer": 24, "sag_t5": 24} and len(jump.runs) == 48 * 3
     assert {spec.benchmark for spec in jump.runs} == {"scan/addprim_jump"}
     same = {(spec.model, spec.configuration, spec.seed) for spec in whole.runs
@@ -131,8 +131,26 @@ def test_the_jump_batching_sweep_cuts_000s_train_rows_into_fairseqs_58_batches_a
         assert planned_steps(resolve_recipe(load_entry(model).recipes, family), {"train": len(rows)}) == 14327
 
 
-def test_the_table3_grid_has_000s_configurations_per_model():
+def test_the_table3_grid_varies_encoder_and_decoder_independently_as_000_app_a1_says():
+    """000 App. A.1: "We vary the Encoder and Decoder parameters independently": every size an axis per stack."""
     sweep = load_sweep(ROOT / "pipelines" / "table3_000.toml")
+    assert sweep.configurations() == {"transformer": 576, "sag": 576, "sag_conv": 768, "sag_fixed_span": 192,
+                                      "sag_t5": 192}
+    assert sweep.grid_summary() == ("grid: 2,304 configurations (transformer 576, sag 576, sag_conv 768, "
+                                    "sag_fixed_span 192, sag_t5 192) x 3 benchmarks x 3 seeds = 20,736 runs")
+    assert all(spec.overrides == {"precision": "fp32", "dictionaries": "separate"} for spec in sweep.runs)
+    t5 = [spec.architecture_overrides for spec in sweep.runs if spec.model == "sag_t5"]
+    pairs = {(a["encoder_d_model"], a["d_model"], a["encoder_num_heads"], a["num_heads"], a["encoder_d_ff"],
+              a["d_ff"]) for a in t5}
+    assert len(pairs) == 64 and (128, 256, 8, 4, 512, 256) in pairs  # unequal widths, heads and FFN sizes
+    assert {(a["encoder_layers"], a["decoder_layers"]) for a in t5} == {(4, 4)}
+    layers = {(a["encoder_layers"], a["decoder_layers"]) for spec in sweep.runs if spec.model == "transformer"
+              for a in [spec.architecture_overrides]}
+    assert layers == {(e, d) for e in (4, 6, 8) for d in (4, 6, 8)}
+
+
+def test_the_tied_table3_grid_has_000s_configurations_per_model():
+    sweep = load_sweep(ROOT / "pipelines" / "table3_000_tied.toml")
     assert sweep.configurations() == {"transformer": 24, "sag": 24, "sag_conv": 48, "sag_fixed_span": 24,
                                       "sag_t5": 24}
     assert len(sweep.runs) == 144 * 3 * 3
@@ -149,7 +167,7 @@ def test_the_table3_grid_has_000s_configurations_per_model():
     first = sweep.runs[0]
     assert first.architecture_overrides == {"num_heads": 4, "d_model": 128, "d_ff": 256, "encoder_layers": 4,
                                             "decoder_layers": 4}
-    assert first.folder == ("runs/table3_000/transformer/d_ff-256_d_model-128_decoder_layers-4_encoder_layers-4_"
+    assert first.folder == ("runs/table3_000_tied/transformer/d_ff-256_d_model-128_decoder_layers-4_encoder_layers-4_"
                             "num_heads-4/simple/seed0")
     assert len({spec.folder for spec in sweep.runs}) == len(sweep.runs)
     assert {spec.seed for spec in sweep.runs} == {0, 1, 2}

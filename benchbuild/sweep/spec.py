@@ -213,7 +213,7 @@ class Sweep:
         """The grid's size in one line: configurations per model, benchmarks, seeds, runs in all."""
         counts = self.configurations()
         per_model = ", ".join(f"{model} {count}" for model, count in counts.items())
-        return (f"grid: {sum(counts.values())} configurations ({per_model}) x {len(self.file.benchmarks)} "
+        return (f"grid: {sum(counts.values()):,} configurations ({per_model}) x {len(self.file.benchmarks)} "
                 f"benchmarks x {len(self.file.seeds)} seeds = {len(self.runs):,} runs")
 
 

@@ -88,6 +88,9 @@ class DangleConfig(TransformerConfig):
         self.end_of_prefix = end_of_prefix
         kwargs["encoder_layers"] = adaptive_layers + source_layers
         super().__init__(**kwargs)
+        if self.sizes(decoder=False) != self.sizes(decoder=True):
+            raise BenchbuildError("dangle: the encoder re-reads the decoder's prefix, so encoder and decoder take one "
+                                  "width, head count and feed-forward size: set d_model, num_heads and d_ff only")
 
 
 @dataclass

@@ -51,7 +51,9 @@ def init_module(module: nn.Module, scheme: str) -> bool:
 
 def fairseq_linear(linear: nn.Linear, role: str) -> None:
     """fairseq's initialisation of a linear layer by its role: an attention "projection" (query, key, value:
-    Glorot-uniform, gain 1/√2), an attention "output" (Glorot-uniform, zero bias), a "feed_forward" layer
+    Glorot-uniform, gain 1/√2; "projection_unequal" where keys and values come from another width, fairseq's
+    `qkv_same_dim` False: gain 1, `MultiheadAttention.reset_parameters`), an attention "output" (Glorot-uniform,
+    zero bias), a "feed_forward" layer
     (PyTorch's own `nn.Linear` init: Kaiming-uniform with a = √5, i.e. U(±1/√fan_in)), or the untied
     "output_embedding" (N(0, d^-1/2), `build_output_projection`). Biases fairseq does not redraw keep PyTorch's
     U(±1/√fan_in)."""
@@ -59,7 +61,7 @@ def fairseq_linear(linear: nn.Linear, role: str) -> None:
         init.normal_(linear.weight, mean=0.0, std=linear.in_features ** -0.5)
     elif role == "projection":
         init.xavier_uniform_(linear.weight, gain=1 / math.sqrt(2))
-    elif role == "output":
+    elif role in ("output", "projection_unequal"):
         init.xavier_uniform_(linear.weight)
     else:
         init.kaiming_uniform_(linear.weight, a=math.sqrt(5))

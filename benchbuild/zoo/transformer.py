@@ -74,7 +74,9 @@ class TransformerConfig(ZooConfig):
                  position: str = "absolute", embedding_scale: str = "teu", universal: bool = False,
                  encoder_self_attention_gate: float | None = None, decoder_self_attention_gate: float | None = None,
                  mixer: str = "attention", span: int = 4, fuse_attention: bool = False, pre_norm: bool = False,
-                 max_relative_position: int = 16, init: str = "zoo", tie_output: bool = True, **kwargs):
+                 max_relative_position: int = 16, init: str = "zoo", tie_output: bool = True,
+                 encoder_d_model: int | None = None, encoder_num_heads: int | None = None,
+                 encoder_d_ff: int | None = None, **kwargs):
         check_choice("transformer", "position", position, POSITIONS)
         check_choice("transformer", "init", init, INITS)
         if init == "fairseq" and embedding_scale != "teu":
@@ -87,9 +89,12 @@ class TransformerConfig(ZooConfig):
         if mixer == "conv" and position in DISTANCE_POSITIONS:
             raise BenchbuildError(f"transformer: position = {position!r} acts on self-attention, which mixer = 'conv' "
                                   "replaces; use position = 'absolute' or 'none' with the convolution")
-        if d_model % num_heads:
-            raise BenchbuildError(f"transformer: d_model = {d_model} is not divisible by num_heads = {num_heads}")
         self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
+        self.encoder_d_model, self.encoder_num_heads, self.encoder_d_ff = encoder_d_model, encoder_num_heads, encoder_d_ff
+        for prefix, (width, heads, _) in (("", self.sizes(decoder=True)), ("encoder_", self.sizes(decoder=False))):
+            if width % heads:
+                raise BenchbuildError(f"transformer: {prefix}d_model = {width} is not divisible by "
+                                      f"{prefix}num_heads = {heads}")
         self.encoder_layers, self.decoder_layers = encoder_layers, decoder_layers
         self.num_hidden_layers = decoder_layers
         self.dropout, self.attention_dropout = dropout, attention_dropout
@@ -105,6 +110,17 @@ class TransformerConfig(ZooConfig):
             raise BenchbuildError(f"transformer: tie_output = {tie_output!r} must be true or false")
         self.tie_output = tie_output
         super().__init__(**kwargs)
+
+    def sizes(self, decoder: bool) -> tuple[int, int, int]:
+        """(width, heads, feed-forward size) of the decoder (`d_model`, `num_heads`, `d_ff`) or of the encoder (its
+        `encoder_*` keys where set, else the decoder's): 000 App. A.1 varies "the Encoder and Decoder parameters
+        independently", as fairseq's `--encoder-embed-dim` / `--decoder-embed-dim` allow. Cross-attention reads the
+        encoder's width as its key and value size; the output layer is the decoder's width."""
+        if decoder:
+            return self.d_model, self.num_heads, self.d_ff
+        return tuple(own if own is not None else shared for own, shared in (
+            (self.encoder_d_model, self.d_model), (self.encoder_num_heads, self.num_heads),
+            (self.encoder_d_ff, self.d_ff)))
 
 
 class TransformerForSeq2Seq(ZooSeq2SeqModel):
@@ -123,8 +139,13 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
 
     def __init__(self, config: TransformerConfig):
         super().__init__(config)
+        encoder_width = config.sizes(decoder=False)[0]
+        if config.source_vocab_size is None and encoder_width != config.d_model:
+            raise BenchbuildError(f"transformer: encoder_d_model = {encoder_width} and d_model = {config.d_model} "
+                                  "differ, but encoder and decoder share one embedding table (one dictionary): "
+                                  "train with --set dictionaries=separate")
         self.embedding = TokenEmbedding(config)
-        self.source_embedding = (TokenEmbedding(config, config.source_vocab_size)
+        self.source_embedding = (TokenEmbedding(config, config.source_vocab_size, encoder_width)
                                  if config.source_vocab_size is not None else None)
         self.embedding_dropout = Dropout(config.input_dropout)
         self.encoder_stack = Stack(config, decoder=False)
@@ -186,13 +207,15 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
         """Whether every attention of this model runs in the packed kernel for this batch (no convolution, no
         distance terms)."""
         config, weight = self.config, self.embedding.weight
-        if config.mixer != "attention" or choose_backend(
-                weight.device, weight.dtype, head_dim=config.d_model // config.num_heads, packable=True,
-                distance_terms=config.position in DISTANCE_POSITIONS) is not Backend.PACKED:
+        sides = [config.sizes(decoder) for decoder in (False, True)]
+        if config.mixer != "attention" or any(choose_backend(
+                weight.device, weight.dtype, head_dim=width // heads, packable=True,
+                distance_terms=config.position in DISTANCE_POSITIONS) is not Backend.PACKED
+                for width, heads, _ in sides):
             return False
         tokens = sum(group["decoder_input_ids"].numel() + group["input_ids"].numel() for group in length_groups)
         longest = max(max(group["decoder_input_ids"].size(1), group["input_ids"].size(1)) for group in length_groups)
-        return packed.fits(tokens, config.num_heads, longest)
+        return all(packed.fits(tokens, heads, longest) for _, heads, _ in sides)
 
     def forward(self, input_ids: torch.LongTensor | None = None, attention_mask: torch.Tensor | None = None,
                 decoder_input_ids: torch.LongTensor | None = None, labels: torch.LongTensor | None = None,
@@ -218,7 +241,7 @@ class Stack(nn.Module):
         self.count = count if count is not None else config.decoder_layers if decoder else config.encoder_layers
         self.universal = config.universal
         self.layers = nn.ModuleList(Layer(config, decoder) for _ in range(1 if config.universal else self.count))
-        self.final_norm = LayerNorm(config.d_model) if config.pre_norm and final_norm else None
+        self.final_norm = LayerNorm(config.sizes(decoder)[0]) if config.pre_norm and final_norm else None
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, cache: EncoderDecoderCache | None = None,
                 memory: Memory | None = None, layout: Groups | Packed | None = None) -> torch.Tensor:
@@ -236,7 +259,7 @@ class Layer(nn.Module):
 
     def __init__(self, config: TransformerConfig, decoder: bool):
         super().__init__()
-        d, heads = config.d_model, config.num_heads
+        d, heads, d_ff = config.sizes(decoder)
         self.pre_norm = config.pre_norm
         self.decoder = decoder
         if config.mixer == "conv":
@@ -248,12 +271,13 @@ class Layer(nn.Module):
         self.gate = SelfAttentionGate(beta0) if beta0 is not None else None
         self.mixer_norm = LayerNorm(d)
         if decoder:
-            self.cross_attention = Attention(d, heads, config.attention_dropout)
+            self.cross_attention = Attention(d, heads, config.attention_dropout,
+                                             key_dim=config.sizes(decoder=False)[0])
             self.cross_norm = LayerNorm(d)
         if config.fuse_attention:
             self.fuse_attention = Attention(d, heads, config.attention_dropout)
             self.fuse_norm = LayerNorm(d)
-        self.feed_forward = FeedForward(d, config.d_ff, config.activation_dropout)
+        self.feed_forward = FeedForward(d, d_ff, config.activation_dropout)
         self.feed_forward_norm = LayerNorm(d)
         self.dropout = Dropout(config.dropout)
 

@@ -27,14 +27,19 @@ class Attention(nn.Module):
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float, position: str = "none", span: int = 0,
-                 causal: bool = False, max_relative_position: int = 16, segmented: bool = False):
+                 causal: bool = False, max_relative_position: int = 16, segmented: bool = False,
+                 key_dim: int | None = None):
         super().__init__()
         self.num_heads, self.head_dim = num_heads, d_model // num_heads
         self.dropout, self.position, self.span, self.causal = dropout, position, span, causal
         self.max_relative_position, self.segmented = max_relative_position, segmented
-        self.query = with_role(nn.Linear(d_model, d_model), "projection")
-        self.key = with_role(nn.Linear(d_model, d_model), "projection")
-        self.value = with_role(nn.Linear(d_model, d_model), "projection")
+        # `key_dim`: the width of what keys and values are projected from when it is not d_model (cross-attention
+        # over an encoder of another width: fairseq's kdim = vdim = encoder_embed_dim).
+        key_dim = d_model if key_dim is None else key_dim
+        role = "projection" if key_dim == d_model else "projection_unequal"
+        self.query = with_role(nn.Linear(d_model, d_model), role)
+        self.key = with_role(nn.Linear(key_dim, d_model), role)
+        self.value = with_role(nn.Linear(key_dim, d_model), role)
         self.out = with_role(nn.Linear(d_model, d_model), "output")
         if position == "t5_bias":
             self.relative_bias = nn.Parameter(torch.zeros(num_heads, 2 * span + 1))
