@@ -37,6 +37,7 @@ POSITIONS = ("absolute", "relative", "t5_bias", "fixed_span", "shaw", "none")
 ABSOLUTE_POSITIONS = ("absolute", "t5_bias", "fixed_span")
 DISTANCE_POSITIONS = ("relative", "t5_bias", "fixed_span", "shaw")  # add a distance-dependent term to self-attention
 FAIRSEQ_FIRST_POSITION = 2  # fairseq numbers positions from padding_idx + 1, and its dictionary's <pad> is 1
+T5_BIAS_INITS = ("zeros", "normal")  # how the T5 bias table starts: 0, or N(0, 1) (`TransformerConfig.t5_bias_init`)
 SOURCE_SEGMENT, TARGET_SEGMENT = 1, 2  # values of a segment mask (0: padding), read by cross-boundary attention
 
 

@@ -22,6 +22,9 @@ Switches (all in `TransformerConfig`):
   `--share-decoder-input-output-embed`) or False (an output projection of its own, d_model → vocabulary without bias:
   fairseq's default, `TransformerDecoder.build_output_projection`, drawn N(0, d^-1/2) under `init = "fairseq"`).
 - `init`: "zoo" or "fairseq" (as fairseq's Transformer, which 000 trained): `benchbuild.zoo.initialisation`.
+- `t5_bias_init`: "zeros" (the T5 bias starts at 0) or "normal" (N(0, 1), as `nn.Embedding(2s + 1, heads)` draws it
+  in the authors' 2020 prototype of this model: robertodessi/fairseq, branch `dev`, fairseq/models/ctronn_attention.py
+  L30); issue #43's experiment 1.
 
 Dropout: `dropout` on sub-layer outputs, `input_dropout` (default: `dropout`) on the embeddings entering each stack,
 `attention_dropout` on attention weights, `activation_dropout` (default: `dropout`) inside the feed-forward block.
@@ -54,7 +57,7 @@ from benchbuild.zoo.attention.memory import CacheSlot, Memory, decoding_cache
 from benchbuild.zoo.dropout import Dropout
 from benchbuild.zoo.initialisation import INITS, init_module, with_role
 from benchbuild.zoo.layer_norm import LayerNorm
-from benchbuild.zoo.positions import DISTANCE_POSITIONS, POSITIONS, TokenEmbedding
+from benchbuild.zoo.positions import DISTANCE_POSITIONS, POSITIONS, T5_BIAS_INITS, TokenEmbedding
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel, check_choice
 from benchbuild.zoo.transformer_layers import Attention, Convolution, FeedForward, SelfAttentionGate
 
@@ -76,9 +79,10 @@ class TransformerConfig(ZooConfig):
                  mixer: str = "attention", span: int = 4, fuse_attention: bool = False, pre_norm: bool = False,
                  max_relative_position: int = 16, init: str = "zoo", tie_output: bool = True,
                  encoder_d_model: int | None = None, encoder_num_heads: int | None = None,
-                 encoder_d_ff: int | None = None, **kwargs):
+                 encoder_d_ff: int | None = None, t5_bias_init: str = "zeros", **kwargs):
         check_choice("transformer", "position", position, POSITIONS)
         check_choice("transformer", "init", init, INITS)
+        check_choice("transformer", "t5_bias_init", t5_bias_init, T5_BIAS_INITS)
         if init == "fairseq" and embedding_scale != "teu":
             raise BenchbuildError(f"transformer: init = 'fairseq' needs embedding_scale = 'teu' (fairseq scales its "
                                   f"embeddings by √d), not {embedding_scale!r}")
@@ -105,6 +109,7 @@ class TransformerConfig(ZooConfig):
         self.decoder_self_attention_gate = decoder_self_attention_gate
         self.mixer, self.span, self.fuse_attention, self.pre_norm = mixer, span, fuse_attention, pre_norm
         self.max_relative_position = max_relative_position
+        self.t5_bias_init = t5_bias_init
         self.init = init
         if not isinstance(tie_output, bool):
             raise BenchbuildError(f"transformer: tie_output = {tie_output!r} must be true or false")
@@ -266,7 +271,8 @@ class Layer(nn.Module):
             self.mixer = Convolution(d, config.span, causal=decoder)
         else:
             self.mixer = Attention(d, heads, config.attention_dropout, config.position, config.span, causal=decoder,
-                                   max_relative_position=config.max_relative_position)
+                                   max_relative_position=config.max_relative_position,
+                                   bias_init=getattr(config, "t5_bias_init", "zeros"))
         beta0 = config.decoder_self_attention_gate if decoder else config.encoder_self_attention_gate
         self.gate = SelfAttentionGate(beta0) if beta0 is not None else None
         self.mixer_norm = LayerNorm(d)

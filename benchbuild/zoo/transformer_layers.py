@@ -23,16 +23,17 @@ class Attention(nn.Module):
     (`benchbuild.zoo.positions`): "t5_bias" a table of (2·span + 1) biases per head, "relative" a position key
     projection and two bias vectors (003 App. C's u and v), "shaw" one table of 2M - 1 learned d_head-vectors per
     layer shared by its heads (M = `max_relative_position`), with `segmented` (Dangle's adaptive layers) a second
-    table for the target side and two boundary vectors. All start at 0.
+    table for the target side and two boundary vectors. All start at 0, but the T5 bias under `bias_init = "normal"`
+    (N(0, 1)).
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float, position: str = "none", span: int = 0,
                  causal: bool = False, max_relative_position: int = 16, segmented: bool = False,
-                 key_dim: int | None = None):
+                 key_dim: int | None = None, bias_init: str = "zeros"):
         super().__init__()
         self.num_heads, self.head_dim = num_heads, d_model // num_heads
         self.dropout, self.position, self.span, self.causal = dropout, position, span, causal
-        self.max_relative_position, self.segmented = max_relative_position, segmented
+        self.max_relative_position, self.segmented, self.bias_init = max_relative_position, segmented, bias_init
         # `key_dim`: the width of what keys and values are projected from when it is not d_model (cross-attention
         # over an encoder of another width: fairseq's kdim = vdim = encoder_embed_dim).
         key_dim = d_model if key_dim is None else key_dim
@@ -54,7 +55,9 @@ class Attention(nn.Module):
                 self.boundary_table = nn.Parameter(torch.zeros(2, self.head_dim))
 
     def reset_parameters(self) -> None:
-        if self.position == "t5_bias":
+        if self.position == "t5_bias" and self.bias_init == "normal":
+            init.normal_(self.relative_bias, mean=0.0, std=1.0)
+        elif self.position == "t5_bias":
             init.zeros_(self.relative_bias)
         if self.position == "relative":
             init.zeros_(self.content_bias)

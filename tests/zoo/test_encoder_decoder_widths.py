@@ -120,3 +120,17 @@ def test_dangle_reencodes_the_prefix_so_it_refuses_two_widths():
     with pytest.raises(BenchbuildError, match="dangle: the encoder re-reads the decoder's prefix"):
         build_model(load_entry("dangle"), vocab_size=TARGETS, pad_token_id=PAD, bos_token_id=BOS, eos_token_id=EOS,
                     overrides={"d_model": 32, "num_heads": 4, "encoder_d_model": 16, "encoder_num_heads": 2})
+
+
+def test_the_t5_bias_starts_at_zero_or_drawn_n01_as_the_authors_prototype_draws_it():
+    """Issue #43 experiment 1: robertodessi/fairseq (branch dev) ctronn_attention.py L30 keeps nn.Embedding(2s + 1,
+    heads)'s own N(0, 1) draw; the catalogue's default stays 0."""
+    zeros = network(d_model=64, num_heads=8, encoder_d_model=64, encoder_num_heads=8)
+    normal = network(d_model=64, num_heads=8, encoder_d_model=64, encoder_num_heads=8, t5_bias_init="normal")
+    tables = [layer.mixer.relative_bias.detach() for stack in (normal.encoder_stack, normal.decoder_stack)
+              for layer in stack.layers]
+    assert all(torch.count_nonzero(layer.mixer.relative_bias) == 0 for layer in zeros.encoder_stack.layers)
+    drawn = torch.cat([table.flatten() for table in tables])  # 3 layers x 8 heads x 9 distances = 216 draws
+    assert drawn.std().item() == pytest.approx(1.0, abs=0.15) and abs(drawn.mean().item()) < 0.2
+    with pytest.raises(BenchbuildError, match="t5_bias_init"):
+        TransformerConfig(t5_bias_init="uniform")
