@@ -83,6 +83,14 @@ def wait_for(process: subprocess.Popen, ready, what: str, within: float = 120.0)
         time.sleep(0.005)
 
 
+def _recorded_status(run_dir: Path) -> str | None:
+    """run.json's status, None while it is missing or being replaced."""
+    try:
+        return json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("status")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
 def stop(process: subprocess.Popen, sent: int) -> int:
     """Send `sent` to the process group; its exit code (SIGKILLed: -9), killed outright if it lingers 60 s."""
     with contextlib.suppress(ProcessLookupError):
@@ -290,7 +298,9 @@ def test_ctrl_c_of_a_single_command_says_so_and_eval_scores_the_unfinished_run_o
     metrics.json saying so; `report` notes it."""
     run_dir = tmp_path / "run"
     process = start(train_command(inputs, run_dir, "--max-steps", "100000"), tmp_path / "train.log")
-    wait_for(process, lambda: (run_dir / "config.json").is_file() and checkpoints(run_dir), "the first checkpoint")
+    # run.json takes the step budget just after the first checkpoint is written: wait for both.
+    wait_for(process, lambda: (run_dir / "config.json").is_file() and checkpoints(run_dir)
+             and _recorded_status(run_dir) == "running", "the first checkpoint")
     assert_interrupted(stop(process, signal.SIGINT), tmp_path / "train.log")
     assert "benchbuild: interrupted" in (tmp_path / "train.log").read_text(encoding="utf-8", errors="replace")
 

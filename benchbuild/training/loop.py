@@ -5,7 +5,8 @@ optimizer), then steps, validating and checkpointing every `eval_every` steps (o
 ends by scoring the selected checkpoint on its own train rows when the recipe asks (`score_train`). Re-running a
 killed run with the same arguments resumes from its last checkpoint and reproduces the uninterrupted loss curve:
 batches are a pure function of (seed, step) (`batching`), and every random state that changes during training is
-checkpointed (`checkpoints`).
+checkpointed (`checkpoints`). What a run checks, claims and records about itself lives in `bookkeeping`; what it
+shows while it steps, in `progress`.
 """
 
 from __future__ import annotations
@@ -27,22 +28,24 @@ from benchbuild.device import cpu_threads, start_accelerator
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indices, by_length, collate, encode_rows,
                                           micro_batches)
+from benchbuild.training.bookkeeping import (_check_budgets, _check_dictionaries, _check_hold_out, _check_selection,
+                                             _claimed, _diverged, _recipe_identity, _recorded_run, _selection_record,
+                                             check_run_paths)
 from benchbuild.model_card import write_model_card
 from benchbuild.zoo.recipe import (TrainingRecipe, default_recipe, epoch_in_token_batches, planned_steps,
                                         resolve_recipe, validation_interval)
-from benchbuild.outputs import check_output
-from benchbuild.progress import clock
-from benchbuild.run_folder import (RUN_FILE, append_log, benchmark_fingerprint, claim, clear, device_record,
-                                   entry_record, environment, mark_failed, open_run, portable_path, read_run,
-                                   save_pretrained, train_command_line, truncate_log, write_run)
+from benchbuild.run_folder import (append_log, benchmark_fingerprint, clear, device_record, entry_record, environment,
+                                   open_run, portable_path, save_pretrained, train_command_line, truncate_log,
+                                   write_run)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
+from benchbuild.training.progress import _StepProgress, training_status
 from benchbuild.zoo.catalogue import CATALOGUE
 from benchbuild.zoo.decoding import length_rule
 from benchbuild.zoo.loading import TranslationTokenizer, load_model
 from benchbuild.training.tokenization import build_dictionaries, build_tokenizer
 from benchbuild.training.selection import selects
-from benchbuild.training.validation import (greedy_matches, hidden_words_message, holds_out, keeps_file_order,
-                                           split_validation, validation_scores, word_coverage)
+from benchbuild.training.validation import (greedy_matches, holds_out, keeps_file_order, split_validation,
+                                           validation_scores)
 
 
 @dataclass
@@ -138,40 +141,6 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
         return finish(run)
 
 
-def check_run_paths(model: str | Path, data: str | Path, out: str | Path) -> None:
-    """The run folder `out` is not, holds nothing of, and does not lie in the benchmark `data` or a model file, and
-    is a run folder (or new): checked before anything is loaded."""
-    model_file = Path(model) if str(model).endswith(".toml") else None
-    check_output(Path(out), "--out", "run", inputs=[("--data", Path(data)), ("--model", model_file)],
-                 exists="continue")
-
-
-@contextlib.contextmanager
-def _claimed(out: Path):
-    """Hold the run folder for this process (under `accelerate launch`, the main process only); a run that fails
-    before it wrote anything leaves no folder behind that would block the corrected rerun."""
-    import os
-
-    from benchbuild.outputs import CLAIM_FILES
-
-    main_process = os.environ.get("RANK", "0") == "0"
-    if not main_process:
-        yield
-        return
-    new = not out.exists()
-    lock = claim(out)
-    with lock:
-        try:
-            yield
-        except BaseException:
-            if new and out.is_dir() and all(entry.name in CLAIM_FILES for entry in out.iterdir()):
-                lock.release()
-                for entry in out.iterdir():
-                    entry.unlink()
-                out.rmdir()
-            raise
-
-
 def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOptions) -> PreparedRun:
     """Check the arguments, open the run folder (or resume it from its last checkpoint: weights, optimizer, schedule
     and RNG state) and build the tokenizer, model, optimizer and schedule on the accelerator."""
@@ -192,7 +161,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     entry = dataclasses.replace(entry, architecture={**entry.architecture, **training_recipe.architecture})
     if "train" not in splits:
         raise BenchbuildError(f"{data} has no train split (splits: {', '.join(splits)})")
-    _check_dictionaries(entry, training_recipe)
+    _check_dictionaries(entry, training_recipe, options.architecture_overrides)
     split_rows = {name: split.rows for name, split in info.splits.items()}
     # Epochs of token batches are counted in steps once the rows are packed, below.
     by_token_epochs = epoch_in_token_batches(training_recipe)
@@ -329,16 +298,6 @@ def count_step(run: PreparedRun, loss: float, learning_rate: float) -> None:
         run.window = []
 
 
-def _diverged(run: PreparedRun, loss: float) -> None:
-    """A non-finite loss ends the run: `run.json` says `failed` at this step (never reported as a result) and the
-    user is told what to change."""
-    reason = f"the training loss became {loss} at step {run.state.step}"
-    if run.accelerator.is_main_process:
-        mark_failed(run.out, run.record, run.state.step, reason)
-    raise BenchbuildError(f"{run.out}: {reason}; the run is marked failed and its checkpoints are kept. Lower the "
-                          "learning rate (--set learning_rate=...) and rerun with --overwrite")
-
-
 def validate_and_checkpoint(run: PreparedRun) -> None:
     """On the main process: validate (a run without validation rows logs only its step and time), log the scores,
     save the model at the run folder's root when the recipe's `select` rule picks it (`selects`; without scores,
@@ -398,62 +357,6 @@ def train_exact_match(run: PreparedRun) -> float:
     return 100.0 * sum(matches) / len(matches)
 
 
-# Recipe keys outside a run's identity, so changing them resumes the run: the budget (`steps`, `epochs`: a longer
-# budget continues a run); what only picks the root's checkpoint (`select`, `validate_by`, `ties`: run folders from
-# before they existed resume, and `_check_selection` guards a change of rule); what happens after training
-# (`score_train`). The recipe's `architecture` is part of the identity's "architecture", `held_out` and
-# `held_out_from` of its "validation".
-_OUTSIDE_IDENTITY = ("steps", "epochs", "select", "validate_by", "ties", "held_out", "held_out_from", "score_train",
-                     "allow_hidden_words", "architecture")
-# Keys added to the identity after run folders existed: at their default they stay out, so those folders resume.
-_ADDED_LATER = ("eval_every_epochs", "beam", "max_len_a", "max_len_b", "batch_tokens", "update_freq",
-                "dictionaries", "source_tokens", "target_tokens", "segment_source", "segment_target", "precision")
-
-
-def _check_hold_out(train_rows: list[dict], validation_rows: list[dict], validation_name: str,
-                    training_recipe: TrainingRecipe) -> list[dict]:
-    """For a run that validates on rows held out of train: refuse a hold-out that takes every training row of a
-    source word (unless the recipe's `allow_hidden_words`), and return what run.json records as `held_out_words`:
-    the source words the fewest rows still trained on contain, with their counts."""
-    least, hidden = word_coverage(train_rows, validation_rows)
-    if hidden and not training_recipe.allow_hidden_words:
-        raise BenchbuildError(hidden_words_message(hidden, validation_name))
-    return [coverage.to_dict() for coverage in least]
-
-
-def _recipe_identity(recipe: TrainingRecipe) -> dict[str, Any]:
-    """The recipe's part of a run's identity: the keys that change how it trains."""
-    defaults = {field.name: field.default for field in dataclasses.fields(TrainingRecipe)}
-    return {key: value for key, value in recipe.to_dict().items()
-            if key not in _OUTSIDE_IDENTITY and not (key in _ADDED_LATER and value == defaults[key])}
-
-
-def _selection_record(state: TrainerState, metric: str) -> dict[str, Any]:
-    """`run.json`'s account of the selection: the root's step, its score by `metric` and exact match, and the best
-    validation score and its step."""
-    return {"steps_done": state.step, "selected_step": state.selected_step,
-            "validation_exact_match": state.selected_exact_match, f"validation_{metric}": state.selected,
-            "best_validation_step": state.best_step, f"best_validation_{metric}": state.best}
-
-
-def _recorded_run(out: Path, overwrite: bool) -> dict[str, Any]:
-    """The `run.json` of the run `out` holds, if any, that this run would resume (not one `overwrite` replaces)."""
-    return read_run(out) if not overwrite and (out / RUN_FILE).is_file() else {}
-
-
-def _check_selection(out: Path, record: dict[str, Any], recipe: TrainingRecipe) -> None:
-    """A resumed run keeps its selection rule, what it compares and how it breaks ties: switching midway would leave
-    the root holding a checkpoint that neither rule picks. A `run.json` without `select` (or `ties`) predates the key
-    and may take either rule; one that validated before `validate_by` existed compared exact match, and its best
-    scores are exact matches, which another metric's scores cannot be compared with."""
-    validated_before_the_key = "selected_step" in record and "validate_by" not in record
-    for key, value in (("select", recipe.select), ("validate_by", recipe.validate_by), ("ties", recipe.ties)):
-        recorded = record.get(key, "exact_match" if key == "validate_by" and validated_before_the_key else None)
-        if recorded is not None and recorded != value:
-            raise BenchbuildError(f"{out} was trained with {key} = {recorded!r}, not {value!r}: resume it with "
-                                  f"--set {key}={recorded}, or pass --overwrite to start again")
-
-
 def _out_of_time(run: PreparedRun) -> bool:
     """Whether the time budget leaves no room for another step and validation; every process gets the same answer,
     so all stop at one step."""
@@ -465,28 +368,6 @@ def _out_of_time(run: PreparedRun) -> bool:
         out_of_time = bool(run.accelerator.reduce(torch.tensor(float(out_of_time), device=run.accelerator.device),
                                                   "sum").item())
     return out_of_time
-
-
-def _check_budgets(steps: int | None, minutes: float | None) -> None:
-    """The step budget (None: counted after packing, always at least 1) and the time budget are positive."""
-    if steps is not None and steps < 1:
-        raise BenchbuildError(f"the step budget must be at least 1; got {steps}")
-    if minutes is not None and not minutes > 0:
-        raise BenchbuildError(f"the time budget must be a positive number of minutes; got {minutes}")
-
-
-# The model kinds whose encoder can embed a source dictionary of its own (`source_vocab_size`).
-SEPARATE_DICTIONARY_KINDS = ("transformer",)
-
-
-def _check_dictionaries(entry, training_recipe: TrainingRecipe) -> None:
-    """Separate dictionaries need a model with an encoder embedding of its own: refused for the others before the run
-    folder or a tokenizer is written, so the corrected rerun (`--set dictionaries=joint`) needs no --overwrite."""
-    kind = entry.architecture.get("kind")
-    if training_recipe.dictionaries == "separate" and kind not in SEPARATE_DICTIONARY_KINDS:
-        raise BenchbuildError(f"{entry.name}: separate source and target dictionaries (recipe key dictionaries = "
-                              f"'separate') need a model whose encoder embeds the source dictionary on its own, and "
-                              f"a {kind} model has one embedding: train it with --set dictionaries=joint")
 
 
 def _network(entry, tokenizer, checkpoint: Path | None, architecture_overrides: dict | None):
@@ -611,80 +492,3 @@ def _tokenizer(out: Path, train_split, training_recipe: TrainingRecipe, save: bo
     if save:
         save_pretrained(out, tokenizer)
     return tokenizer
-
-
-def training_status(run: PreparedRun) -> str:
-    """The progress bar's text: the loss of `train_log.jsonl`'s last line (the mean over the steps since the line
-    before, so the bar and the log agree), and the best validation score so far."""
-    status = ""
-    if run.logged_loss is not None and math.isfinite(run.logged_loss[0]):
-        loss, steps = run.logged_loss
-        status = f"loss {loss:.4f} (mean of last {steps} step{'s' if steps != 1 else ''})"
-    if run.state.best is not None:
-        metric, best = run.recipe.validate_by, run.state.best
-        status += {"exact_match": f"  best val EM {best:.1f}%", "loss": f"  best val loss {best:.4f}",
-                   "bleu": f"  best val BLEU {best:.2f}"}[metric]
-    return status
-
-
-# Seconds between the plain progress lines `train` prints when stderr is not a terminal (a log file, a pipe, a batch
-# job's output), where a progress bar would draw nothing until the end; BENCHBUILD_PROGRESS_SECONDS changes it.
-PROGRESS_LINE_SECONDS = 60.0
-
-
-class _StepProgress:
-    """Progress over optimizer steps on stderr: a rich bar on a terminal; otherwise (piped or logged) one plain line
-    every `PROGRESS_LINE_SECONDS` and at the end: steps done of the budget, the bar's status (loss, best validation
-    score), steps per second and the time left at that rate. A no-op when disabled."""
-
-    def __init__(self, enabled: bool, total: int, done: int):
-        self.enabled, self.total, self.done = enabled, total, done
-
-    def __enter__(self):
-        if not self.enabled:
-            return lambda status: None
-        from rich.console import Console
-
-        console = Console(stderr=True)
-        if not console.is_terminal:
-            return self._lines()
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.progress = Progress(TextColumn("training"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                                 TextColumn("{task.fields[status]}"), console=console)
-        self.progress.start()
-        task = self.progress.add_task("train", total=self.total, completed=self.done, status="")
-
-        def advance(status: str) -> None:
-            self.progress.update(task, advance=1, status=status)
-
-        return advance
-
-    def _lines(self):
-        import os
-        import sys
-
-        interval = float(os.environ.get("BENCHBUILD_PROGRESS_SECONDS", PROGRESS_LINE_SECONDS))
-        started, first = time.perf_counter(), self.done
-        last_line = started
-
-        def advance(status: str) -> None:
-            nonlocal last_line
-            self.done += 1
-            now = time.perf_counter()
-            if now - last_line < interval and self.done < self.total:
-                return
-            last_line = now
-            rate = (self.done - first) / max(now - started, 1e-9)
-            left = (self.total - self.done) / rate if rate > 0 else float("inf")
-            eta = "?" if not math.isfinite(left) else clock(left)
-            print(f"training: step {self.done:,}/{self.total:,} ({100 * self.done / self.total:.1f}%), {rate:.2f} "
-                  f"steps/s, {eta} left{', ' + status.strip() if status.strip() else ''}", file=sys.stderr, flush=True)
-
-        self.progress = None
-        return advance
-
-    def __exit__(self, *exc) -> None:
-        if self.enabled and self.progress is not None:
-            self.progress.stop()
-

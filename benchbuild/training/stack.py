@@ -35,8 +35,10 @@ from benchbuild.device import cpu_threads
 from benchbuild.errors import BenchbuildError
 from benchbuild.run_folder import portable_path
 from benchbuild.training.batching import batch_indices, by_length
-from benchbuild.training.loop import (PreparedRun, RunOptions, TrainResult, _claimed, _StepProgress, check_run_paths,
-                                      count_step, finish, prepare, validate_and_checkpoint)
+from benchbuild.training.bookkeeping import _claimed, check_run_paths
+from benchbuild.training.loop import (PreparedRun, RunOptions, TrainResult, count_step, finish, prepare,
+                                      validate_and_checkpoint)
+from benchbuild.training.progress import _StepProgress
 from benchbuild.zoo.attention import stacking
 
 # The model kinds whose layers all take their vmappable paths inside a stacked pass (`zoo.attention.stacking`).

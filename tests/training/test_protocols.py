@@ -14,7 +14,8 @@ from transformers import AutoTokenizer
 
 from benchbuild.benchmark import load_splits
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.loop import _recipe_identity, train
+from benchbuild.training.bookkeeping import _recipe_identity
+from benchbuild.training.loop import train
 from benchbuild.zoo.recipe import planned_steps, validation_interval
 from benchbuild.training.selection import selects
 from benchbuild.training.validation import greedy_matches, split_validation

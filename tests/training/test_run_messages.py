@@ -13,7 +13,8 @@ import torch
 
 from benchbuild.cli import main
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.loop import RunOptions, prepare, step, train, training_status
+from benchbuild.training.loop import RunOptions, prepare, step, train
+from benchbuild.training.progress import training_status
 from benchbuild.run_folder import STATE_FILE
 from benchbuild.zoo.loading import load_model
 
