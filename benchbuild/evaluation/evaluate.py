@@ -80,7 +80,7 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
                                        progress=progress)
     length = ({"max_new_tokens": limit} if rule is None else
               {"max_len_a": rule[0], "max_len_b": rule[1], "max_new_tokens": None})
-    scores = score_rows(rows, predictions, lexicon=lexicon, compounds=compounds)
+    scores = score_rows(rows, predictions, lexicon=lexicon, compounds=compounds, family=info.family)
     # Paths relative to the folder metrics.json is written in (None where only an absolute path reaches them), the
     # benchmark also by fingerprint: no absolute path of this machine (`run_folder.portable_path`).
     result = {

@@ -14,6 +14,7 @@ from benchbuild.benchmark import load_splits, read_build_info
 from benchbuild.errors import BenchbuildError
 from benchbuild import metrics
 from benchbuild.evaluation.cter import CONTEXTS_PER_COMPOUND, compound_verdicts, cter, read_compounds, read_lexicon
+from benchbuild.evaluation.paper_bleu import FAMILY_BLEU, paper_bleu
 from benchbuild.evaluation.uncertainty import ExampleIntervals
 from benchbuild.text_files import read_text
 
@@ -22,10 +23,13 @@ DEGREE_BUCKETS = 5
 
 
 def score_rows(rows: Sequence[Mapping[str, Any]], predictions: Sequence[str], *, lexicon: str | Path | None = None,
-               compounds: Sequence[str] | None = None, degree_buckets: int = DEGREE_BUCKETS) -> dict[str, Any]:
-    """Exact match, BLEU and chrF; COMP where `fr_noun`/`fr_adjective`/`order` exist; BLEU by degree bucket where
-    `degree` exists; CTER when a lexicon and the rows' compounds are given. Each number has its 95% bootstrap
-    interval over the test rows beside it (`exact_match_ci`, `bleu_ci`...; `uncertainty.ExampleIntervals`)."""
+               compounds: Sequence[str] | None = None, degree_buckets: int = DEGREE_BUCKETS,
+               family: str | None = None) -> dict[str, Any]:
+    """Exact match, BLEU and chrF; BLEU as the papers on benchmark family `family` computed it (`paper_bleu`, where
+    theirs is not ours: `evaluation.paper_bleu`); COMP where `fr_noun`/`fr_adjective`/`order` exist; BLEU by degree
+    bucket where `degree` exists; CTER when a lexicon and the rows' compounds are given. Each number has its 95%
+    bootstrap interval over the test rows beside it (`exact_match_ci`, `bleu_ci`...; `uncertainty.ExampleIntervals`;
+    a paper BLEU's inside its entry)."""
     if len(predictions) != len(rows):
         raise BenchbuildError(f"{len(predictions)} predictions for {len(rows)} rows")
     references = [row["target"] for row in rows]
@@ -35,8 +39,10 @@ def score_rows(rows: Sequence[Mapping[str, Any]], predictions: Sequence[str], *,
         "rows": len(rows),
         "exact_match": metrics.exact_match(predictions, references),
         "bleu": metrics.bleu(predictions, references, tokenize=tokenize),
-        "chrf": metrics.chrf(predictions, references),
     }
+    if family in FAMILY_BLEU:
+        result["paper_bleu"] = paper_bleu(family, predictions, rows)
+    result["chrf"] = metrics.chrf(predictions, references)
     intervals = ExampleIntervals()
     intervals.add_share("exact_match", [metrics.normalize_whitespace(prediction) == metrics.normalize_whitespace(
         reference) for prediction, reference in zip(predictions, references)], "test rows")
@@ -90,7 +96,7 @@ def score_file(data: str | Path, split: str, predictions: str | Path, *, lexicon
         raise BenchbuildError(f"{path} has {len(lines)} lines but split {split!r} of {data} has {len(rows)} rows: "
                               "give one prediction per row, in row order")
     compounds = read_compounds(compound, rows) if lexicon is not None else None
-    result = score_rows(rows, lines, lexicon=lexicon, compounds=compounds)
+    result = score_rows(rows, lines, lexicon=lexicon, compounds=compounds, family=read_build_info(data).family)
     return {"benchmark": benchmark_label(data), "split": split, "predictions": str(path), **result}
 
 

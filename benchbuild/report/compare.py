@@ -65,7 +65,7 @@ def compare_runs(a_runs: Sequence[RunSummary], b_runs: Sequence[RunSummary]) -> 
     """A against B on every benchmark split both evaluated: runs paired by seed where the seeds match (else in seed
     order), each pair tested over the rows (McNemar's exact test for exact match, sacrebleu's paired bootstrap for
     BLEU) from their predictions.jsonl; and every metric both report tested over seeds (Welch)."""
-    from benchbuild.report.rows import headline_metrics
+    from benchbuild.report.metric_values import headline_metrics
 
     a_by_split, b_by_split = _evaluations_by_split(a_runs), _evaluations_by_split(b_runs)
     shared = sorted(set(a_by_split) & set(b_by_split))

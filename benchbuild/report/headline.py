@@ -7,11 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from benchbuild.evaluation.paper_bleu import WAYS
 from benchbuild.report.rows import ReportRow
 
-METRIC_NAMES = {"exact_match": "exact match", "bleu": "BLEU", "chrf": "chrF", "comp": "COMP",
-                "order_accuracy": "order accuracy", "cter_instance": "CTER (instance)",
-                "cter_aggregate": "CTER (aggregate)"}
+METRIC_NAMES = {"exact_match": "exact match", "bleu": "BLEU",
+                **{way.metric: way.label for way in WAYS.values()},  # BLEU as a paper computed it
+                "chrf": "chrF", "comp": "COMP", "order_accuracy": "order accuracy",
+                "cter_instance": "CTER (instance)", "cter_aggregate": "CTER (aggregate)"}
 
 
 @dataclass(frozen=True, order=True)

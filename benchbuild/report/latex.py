@@ -186,7 +186,8 @@ def published_table(rows: Sequence[ReportRow]) -> str:
                      f"{escape(row.comparison.words)} \\\\")
     lines += ["\\bottomrule",
               "\\multicolumn{6}{p{0.9\\linewidth}}{\\footnotesize Not set beside ours: our runs were not made as "
-              "these numbers were (recipe, steps trained, checkpoint selection, split or number of seeds).} \\\\",
+              "these numbers were (recipe, steps trained, checkpoint selection, split, number of seeds, or a "
+              "BLEU computed otherwise than the paper's).} \\\\",
               "\\end{tabular}"]
     return "\n".join(lines) + "\n"
 

@@ -15,8 +15,8 @@ from benchbuild.report.significance import LEGEND
 
 APART_HEADING = "Published numbers not set beside ours"
 APART_INTRO = ("Our runs above were not made as these numbers were (another recipe, fewer steps, another checkpoint "
-               "selection or split, fewer seeds than the paper's statistic): each is shown here, apart from ours, "
-               "with what differs.")
+               "selection or split, fewer seeds than the paper's statistic, a BLEU computed otherwise than the "
+               "paper's): each is shown here, apart from ours, with what differs.")
 
 
 def text(value: object) -> str:

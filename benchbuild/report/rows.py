@@ -1,9 +1,11 @@
 """The report's rows: every evaluation of the given run folders grouped by model, benchmark split and metric, our
 mean ± standard error over seeds, and the number the paper reports there (the catalogue's `[[reported]]`) with how it
 was made; our runs summarised as the paper summarised its own (`PaperStatistic`: its mean or median, its spread, its
-exclusions); whether the runs were made as the paper's number was (`protocol`: only then do the tables set the two
-side by side); and the footnotes on where the runs' recipe differs from the paper (its `[fidelity.<recipe>]` table)
-and where the paper's number is another model's; each row's test against the best of its column, set by
+exclusions); whether the runs were made and scored as the paper's number was (`protocol`, and a BLEU computed
+otherwise than the paper's: `ReportRow.bleu_difference`; only then do the tables set the two side by side; each
+paper's own way of BLEU is a metric of its own, `bleu_<way>`, from metrics.json's `paper_bleu`); and the footnotes on
+where the runs' recipe differs from the paper (its `[fidelity.<recipe>]` table) and where the paper's number is
+another model's; each row's test against the best of its column, set by
 `significance.compare_with_best`. Every format of the report (`markdown`, `csv_table`, `latex`, `html`,
 `grid`, `figures`) shows these rows."""
 
@@ -19,9 +21,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.evaluation import paper_bleu
 from benchbuild.evaluation.uncertainty import DifferenceTest, p_text
 from benchbuild.papers import (SPREADS, Paper, cited_paper, differences_of, reported_on, selection_rule,
                                source_in_words)
+from benchbuild.report.metric_values import example_interval, headline_metrics
 from benchbuild.protocol import Comparison, PaperProtocol, RunProtocol, compare
 from benchbuild.run_folder import METRICS_FILE, metrics_files, read_metrics, read_run
 
@@ -177,6 +181,8 @@ class ReportRow:
     # d_model=64"; "" where the model has one configuration there); `model` then ends with it in brackets.
     configuration: str = ""
     repeated_seeds: list[Any] = field(default_factory=list)  # seeds given by more than one run: counted once
+    # A `bleu` row, per run: the sacreBLEU tokenizer its metrics.json's signature names ("13a", "zh").
+    bleu_tokenizers: list[str] = field(default_factory=list)
 
     @property
     def select(self) -> str:
@@ -219,10 +225,24 @@ class ReportRow:
 
     @property
     def comparison(self) -> Comparison | None:
-        """What differs between the runs and the paper's protocol (None without a paper number)."""
+        """What differs between the runs and the paper's protocol (None without a paper number), first of all a BLEU
+        computed otherwise than the paper's (`bleu_difference`)."""
         if self.paper_protocol is None:
             return None
-        return compare(self.paper_protocol, self.protocols, self.benchmark, self.split, self.train_exact_matches)
+        comparison = compare(self.paper_protocol, self.protocols, self.benchmark, self.split,
+                             self.train_exact_matches)
+        bleu = self.bleu_difference
+        return Comparison([bleu, *comparison.differences]) if bleu else comparison
+
+    @property
+    def bleu_difference(self) -> str:
+        """Why this row's BLEU is not the paper's BLEU, in words ("sacreBLEU 13a BLEU, not 002's multi-reference
+        NLTK BLEU"); "" where it is computed as the paper's number was, or is no BLEU. Only benchbuild's own `bleu`
+        can differ: a paper's way (`bleu_<way>`) is matched with the paper numbers computed that way alone."""
+        if self.metric != "bleu" or self.reported is None:
+            return ""
+        tokenizers = "/".join(dict.fromkeys(self.bleu_tokenizers)) or "13a"
+        return paper_bleu.difference_words(self.reported, f"sacreBLEU {tokenizers} BLEU")
 
     @property
     def comparable(self) -> bool:
@@ -303,21 +323,18 @@ def cited_papers(rows: Sequence[ReportRow]) -> list[Paper]:
     return list(dict.fromkeys(paper for paper in papers if paper is not None))
 
 
-def headline_metrics(metrics: dict[str, Any]) -> dict[str, float]:
-    """The single numbers of a `metrics.json` that a table shows (percentages or BLEU points)."""
-    numbers = {"exact_match": metrics.get("exact_match"),
-               "bleu": (metrics.get("bleu") or {}).get("score"),
-               "chrf": (metrics.get("chrf") or {}).get("score")}
-    comp = metrics.get("comp")
-    if isinstance(comp, dict):
-        numbers.update({key: value for key, value in comp.items() if isinstance(value, (int, float))
-                        and not isinstance(value, bool) and key not in ("rows", "n", "count")})
-    elif isinstance(comp, (int, float)):
-        numbers["comp"] = comp
-    if isinstance(metrics.get("cter"), dict):
-        numbers["cter_instance"] = metrics["cter"]["instance"]
-        numbers["cter_aggregate"] = metrics["cter"]["aggregate"]
-    return {key: float(value) for key, value in numbers.items() if value is not None}
+def reported_for(entry: Any, metric: str, benchmark: str, split: str) -> dict[str, Any] | None:
+    """The entry's `[[reported]]` row for `metric` on split `split` of `benchmark` (None without one): for `bleu`
+    (ours), the paper's BLEU however it was computed (`ReportRow.bleu_difference` says how they differ); for a
+    paper's way (`bleu_<way>`), the paper's BLEU computed that way only."""
+    way = metric.removeprefix("bleu_")
+
+    def computed_so(row: Mapping[str, Any]) -> bool:
+        return row.get("metric") == metric or (row.get("metric") == "bleu" and way in paper_bleu.WAYS
+                                               and paper_bleu.way_of(row) == way)
+
+    return next((row for row in (entry.reported if entry else []) if computed_so(row)
+                 and _same_benchmark(str(row.get("benchmark")), benchmark, split)), None)
 
 
 # Recipe keys that change no update: how often and on what a run validates, and how a batch is cut for speed.
@@ -394,8 +411,7 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
                 if key not in groups:
                     groups[key] = ReportRow(model, benchmark, split, metric,
                                             zoo_reference="" if entry is None else _zoo_reference(entry))
-                    paper = next((r for r in (entry.reported if entry else []) if r.get("metric") == metric
-                                  and _same_benchmark(str(r.get("benchmark")), benchmark, split)), None)
+                    paper = reported_for(entry, metric, benchmark, split)
                     if paper is not None:
                         groups[key].paper = float(paper["value"])
                         groups[key].paper_source = str(paper.get("table", ""))
@@ -403,7 +419,10 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
                         groups[key].paper_protocol = PaperProtocol.of(entry.recipes, paper, str(entry.path))
                 row = groups[key]
                 row.values.append(value)
-                row.example_intervals.append(metrics.get(f"{metric}_ci"))
+                row.example_intervals.append(example_interval(metrics, metric))
+                if metric == "bleu":
+                    row.bleu_tokenizers.append(paper_bleu.sacrebleu_tokenizer(
+                        str((metrics.get("bleu") or {}).get("signature", ""))) or "13a")
                 row.seeds.append(run.get("seed"))
                 row.metrics_files.append(path)
                 row.protocols.append(protocol)

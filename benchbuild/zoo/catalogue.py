@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from benchbuild.bleu_ways import REPORTED_WAYS
 from benchbuild.errors import BenchbuildError, did_you_mean
 from benchbuild.toml_schema import check_keys, check_overrides, check_table, from_table, read_toml
 from benchbuild.zoo.recipe import RecipeFamily, TrainingRecipe, layered, paper_recipe
@@ -109,7 +110,10 @@ class ReportedNumber:
     model the paper's number belongs to when it is not the one this entry builds (`lstm_attention`'s 002 Table 1 rows
     are Bastings et al. 2018's GRU + attention); empty when it is. `selection`: how the paper picked the
     configuration the number belongs to, where it picked one (000 Table 3: the best 3-seed mean of a grid, chosen on
-    the test set), said beside the number wherever it is shown. `note`: whatever else the row needs said."""
+    the test set), said beside the number wherever it is shown. `bleu` (BLEU rows only): how the paper computed its
+    BLEU, one of `benchbuild.bleu_ways.REPORTED_WAYS` (`nltk_multi_reference`, `fairseq_tokenized`...; `sacrebleu`:
+    as benchbuild's own `bleu`, what a row without it means; `unstated`: the paper does not say), so the report sets
+    the number beside a BLEU computed that way only. `note`: whatever else the row needs said."""
 
     benchmark: str
     metric: str
@@ -124,6 +128,7 @@ class ReportedNumber:
     min_train_exact_match: float | None = None
     model_reported: str = ""
     selection: str = ""
+    bleu: str = ""
 
 
 def _check_reported(row: dict, where: str, label: str) -> None:
@@ -140,6 +145,13 @@ def _check_reported(row: dict, where: str, label: str) -> None:
     threshold = row.get("min_train_exact_match")
     if threshold is not None and not 0.0 <= threshold <= 100.0:
         raise BenchbuildError(f"{where}: {label} min_train_exact_match is a percentage (0 to 100); got {threshold!r}")
+    if "bleu" in row:
+        if row.get("metric") != "bleu":
+            raise BenchbuildError(f"{where}: {label} bleu says how a paper computed BLEU: it belongs to a metric "
+                                  f"\"bleu\" row, not to metric {row.get('metric')!r}")
+        if row["bleu"] not in REPORTED_WAYS:
+            raise BenchbuildError(f"{where}: {label} bleu {row['bleu']!r} is not a way benchbuild knows (one of: "
+                                  f"{', '.join(REPORTED_WAYS)})")
 
 
 @dataclass(frozen=True)

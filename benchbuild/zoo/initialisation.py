@@ -10,8 +10,18 @@
   `embedding_scale = "teu"` (fairseq scales the embeddings by √d); fairseq's sinusoids are
   `benchbuild.zoo.positions.fairseq_sinusoid`.
 
-A layer says how fairseq draws it by its role (`with_role`); `init_module` is what the model's `_init_weights` runs
-on every module.
+- `init = "003"`: as 003's official code (RobertCsordas/transformer_generalization) draws its Transformers:
+  attention projections Glorot-uniform (layers/transformer/multi_head_attention.py, `MultiHeadAttention.
+  reset_parameters`) but those of relative self-attention PyTorch's own `nn.Linear` draw, U(±1/√fan_in), since
+  `FixedRelativeMultiheadAttention.__init__` never calls its `reset_parameters`
+  (layers/transformer/multi_head_relative_pos_attention.py L51-67 against L109-121); the first feed-forward layer
+  Glorot-uniform with the ReLU gain √2, the second with gain 1, their biases PyTorch's default
+  (layers/transformer/transformer.py and relative_transformer.py, `reset_parameters`); the embeddings as
+  `embedding_scale` says. Its attention has no biases and its tied output layer a learned bias, zero at the start:
+  the architecture keys `attention_bias = false` and `output_bias = true`, which 003's recipes set beside it.
+
+A layer says how fairseq draws it by its role (`with_role`) and how 003's code draws it by `with_003_draw`;
+`init_module` is what the model's `_init_weights` runs on every module.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ import torch
 from torch import nn
 from transformers import initialization as init
 
-INITS = ("zoo", "fairseq")
+INITS = ("zoo", "fairseq", "003")
 
 
 def with_role(linear: nn.Linear, role: str) -> nn.Linear:
@@ -31,12 +41,20 @@ def with_role(linear: nn.Linear, role: str) -> nn.Linear:
     return linear
 
 
+def with_003_draw(linear: nn.Linear, draw: str) -> nn.Linear:
+    """`linear` marked with how `init = "003"` draws it: "xavier", "xavier_relu" (gain √2) or "pytorch"."""
+    linear.draw_003 = draw
+    return linear
+
+
 def init_module(module: nn.Module, scheme: str) -> bool:
-    """Draw `module`'s own weights under `scheme` ("zoo" or "fairseq"); False when it has none this function knows
-    (the model then lets the module reset itself)."""
+    """Draw `module`'s own weights under `scheme` ("zoo", "fairseq" or "003"); False when it has none this function
+    knows (the model then lets the module reset itself)."""
     role = getattr(module, "fairseq_role", None)
     if role is not None and scheme == "fairseq":
         fairseq_linear(module, role)
+    elif getattr(module, "draw_003", None) is not None and scheme == "003":
+        linear_003(module, module.draw_003)
     elif isinstance(module, (nn.Linear, nn.Conv1d)):
         init.xavier_uniform_(module.weight)
         if module.bias is not None:
@@ -68,6 +86,19 @@ def fairseq_linear(linear: nn.Linear, role: str) -> None:
     if role == "output":
         init.zeros_(linear.bias)
     elif linear.bias is not None:
+        bound = 1 / math.sqrt(linear.in_features)
+        init.uniform_(linear.bias, -bound, bound)
+
+
+def linear_003(linear: nn.Linear, draw: str) -> None:
+    """003's official draw of a linear layer: "xavier" (Glorot-uniform), "xavier_relu" (Glorot-uniform, gain √2: the
+    first feed-forward layer) or "pytorch" (`nn.Linear`'s own Kaiming-uniform with a = √5, i.e. U(±1/√fan_in): the
+    projections of relative self-attention, which are never reset); every bias keeps PyTorch's U(±1/√fan_in)."""
+    if draw == "pytorch":
+        init.kaiming_uniform_(linear.weight, a=math.sqrt(5))
+    else:
+        init.xavier_uniform_(linear.weight, gain=math.sqrt(2) if draw == "xavier_relu" else 1.0)
+    if linear.bias is not None:
         bound = 1 / math.sqrt(linear.in_features)
         init.uniform_(linear.bias, -bound, bound)
 

@@ -21,7 +21,12 @@ Switches (all in `TransformerConfig`):
 - `tie_output`: True (the output layer's weight is the decoder's embedding table, fairseq
   `--share-decoder-input-output-embed`) or False (an output projection of its own, d_model → vocabulary without bias:
   fairseq's default, `TransformerDecoder.build_output_projection`, drawn N(0, d^-1/2) under `init = "fairseq"`).
-- `init`: "zoo" or "fairseq" (as fairseq's Transformer, which 000 trained): `benchbuild.zoo.initialisation`.
+- `init`: "zoo", "fairseq" (as fairseq's Transformer, which 000 trained) or "003" (as 003's official code):
+  `benchbuild.zoo.initialisation`.
+- `attention_bias`: biases on the query, key, value and output projections of every attention (True: fairseq's and
+  PyTorch's; False: 003's code, layers/transformer/multi_head_attention.py, `bias=False`).
+- `output_bias`: a learned bias per output word, zero at the start, added to the logits (003's code:
+  layers/tied_embedding.py L12, L15); False: the logits are the output layer's product alone (fairseq's).
 - `t5_bias_init`: "zeros" (the T5 bias starts at 0) or "normal" (N(0, 1), as `nn.Embedding(2s + 1, heads)` draws it
   in the authors' 2020 prototype of this model: robertodessi/fairseq, branch `dev`, fairseq/models/ctronn_attention.py
   L30); issue #43's experiment 1.
@@ -47,6 +52,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from transformers import initialization as init
 from transformers.cache_utils import Cache, EncoderDecoderCache
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
@@ -55,7 +61,7 @@ from benchbuild.zoo.attention import Backend, choose_backend, packed
 from benchbuild.zoo.attention.layouts import Groups, GroupedBatch, Packed
 from benchbuild.zoo.attention.memory import CacheSlot, Memory, decoding_cache
 from benchbuild.zoo.dropout import Dropout
-from benchbuild.zoo.initialisation import INITS, init_module, with_role
+from benchbuild.zoo.initialisation import INITS, init_module, with_003_draw, with_role
 from benchbuild.zoo.layer_norm import LayerNorm
 from benchbuild.zoo.positions import DISTANCE_POSITIONS, POSITIONS, T5_BIAS_INITS, TokenEmbedding
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel, check_choice
@@ -79,7 +85,8 @@ class TransformerConfig(ZooConfig):
                  mixer: str = "attention", span: int = 4, fuse_attention: bool = False, pre_norm: bool = False,
                  max_relative_position: int = 16, init: str = "zoo", tie_output: bool = True,
                  encoder_d_model: int | None = None, encoder_num_heads: int | None = None,
-                 encoder_d_ff: int | None = None, t5_bias_init: str = "zeros", **kwargs):
+                 encoder_d_ff: int | None = None, t5_bias_init: str = "zeros", attention_bias: bool = True,
+                 output_bias: bool = False, **kwargs):
         check_choice("transformer", "position", position, POSITIONS)
         check_choice("transformer", "init", init, INITS)
         check_choice("transformer", "t5_bias_init", t5_bias_init, T5_BIAS_INITS)
@@ -110,6 +117,10 @@ class TransformerConfig(ZooConfig):
         self.mixer, self.span, self.fuse_attention, self.pre_norm = mixer, span, fuse_attention, pre_norm
         self.max_relative_position = max_relative_position
         self.t5_bias_init = t5_bias_init
+        for key, value in (("attention_bias", attention_bias), ("output_bias", output_bias)):
+            if not isinstance(value, bool):
+                raise BenchbuildError(f"transformer: {key} = {value!r} must be true or false")
+        self.attention_bias, self.output_bias = attention_bias, output_bias
         self.init = init
         if not isinstance(tie_output, bool):
             raise BenchbuildError(f"transformer: tie_output = {tie_output!r} must be true or false")
@@ -156,6 +167,8 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
         self.encoder_stack = Stack(config, decoder=False)
         self.decoder_stack = Stack(config, decoder=True)
         self.output_projection = output_projection(config)
+        self.output_bias = (nn.Parameter(torch.zeros(config.vocab_size)) if getattr(config, "output_bias", False)
+                            else None)
         self.post_init()
 
     @property
@@ -165,7 +178,9 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        if not init_module(module, getattr(self.config, "init", "zoo")) and isinstance(
+        if module is self and self.output_bias is not None:
+            init.zeros_(self.output_bias)
+        elif not init_module(module, getattr(self.config, "init", "zoo")) and isinstance(
                 module, (TokenEmbedding, Attention, SelfAttentionGate)):
             module.reset_parameters()
 
@@ -190,7 +205,7 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
         start = cache.get_seq_length() if cache is not None else 0
         hidden = self.decoder_stack(self.embedding_dropout(self.embedding(decoder_input_ids, start)), None,
                                     cache=cache, memory=Memory(memory, memory_mask, memory_values))
-        return F.linear(hidden, self.output_weight)
+        return F.linear(hidden, self.output_weight, self.output_bias)
 
     def grouped_logits(self, length_groups: list[dict[str, torch.Tensor]]) -> torch.Tensor:
         """Teacher-forced logits of the real target positions of a batch given as length groups, each a dict of its
@@ -206,7 +221,7 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
                                     None, memory=Memory(memory, layout=batch.memory), layout=batch.targets)
         if batch.real_targets is not None:
             hidden = hidden[batch.real_targets]
-        return F.linear(hidden, self.output_weight)
+        return F.linear(hidden, self.output_weight, self.output_bias)
 
     def _packs(self, length_groups: list[dict[str, torch.Tensor]]) -> bool:
         """Whether every attention of this model runs in the packed kernel for this batch (no convolution, no
@@ -265,6 +280,7 @@ class Layer(nn.Module):
     def __init__(self, config: TransformerConfig, decoder: bool):
         super().__init__()
         d, heads, d_ff = config.sizes(decoder)
+        bias = getattr(config, "attention_bias", True)
         self.pre_norm = config.pre_norm
         self.decoder = decoder
         if config.mixer == "conv":
@@ -272,16 +288,16 @@ class Layer(nn.Module):
         else:
             self.mixer = Attention(d, heads, config.attention_dropout, config.position, config.span, causal=decoder,
                                    max_relative_position=config.max_relative_position,
-                                   bias_init=getattr(config, "t5_bias_init", "zeros"))
+                                   bias_init=getattr(config, "t5_bias_init", "zeros"), bias=bias)
         beta0 = config.decoder_self_attention_gate if decoder else config.encoder_self_attention_gate
         self.gate = SelfAttentionGate(beta0) if beta0 is not None else None
         self.mixer_norm = LayerNorm(d)
         if decoder:
             self.cross_attention = Attention(d, heads, config.attention_dropout,
-                                             key_dim=config.sizes(decoder=False)[0])
+                                             key_dim=config.sizes(decoder=False)[0], bias=bias)
             self.cross_norm = LayerNorm(d)
         if config.fuse_attention:
-            self.fuse_attention = Attention(d, heads, config.attention_dropout)
+            self.fuse_attention = Attention(d, heads, config.attention_dropout, bias=bias)
             self.fuse_norm = LayerNorm(d)
         self.feed_forward = FeedForward(d, d_ff, config.activation_dropout)
         self.feed_forward_norm = LayerNorm(d)
@@ -323,5 +339,6 @@ def output_projection(config: TransformerConfig) -> nn.Linear | None:
     `TransformerDecoder.build_output_projection` without `--share-decoder-input-output-embed`); None when tied."""
     if config.tie_output:
         return None
-    return with_role(nn.Linear(config.d_model, config.vocab_size, bias=False), "output_embedding")
+    return with_003_draw(with_role(nn.Linear(config.d_model, config.vocab_size, bias=False), "output_embedding"),
+                         "xavier")
 

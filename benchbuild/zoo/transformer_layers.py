@@ -15,7 +15,7 @@ from benchbuild.zoo.attention import Backend, attend, choose_backend, distances,
 from benchbuild.zoo.attention.layouts import Groups, Packed, SequenceLayout
 from benchbuild.zoo.attention.memory import CacheSlot, Memory
 from benchbuild.zoo.dropout import Dropout
-from benchbuild.zoo.initialisation import with_role
+from benchbuild.zoo.initialisation import with_003_draw, with_role
 
 
 class Attention(nn.Module):
@@ -29,7 +29,7 @@ class Attention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, dropout: float, position: str = "none", span: int = 0,
                  causal: bool = False, max_relative_position: int = 16, segmented: bool = False,
-                 key_dim: int | None = None, bias_init: str = "zeros"):
+                 key_dim: int | None = None, bias_init: str = "zeros", bias: bool = True):
         super().__init__()
         self.num_heads, self.head_dim = num_heads, d_model // num_heads
         self.dropout, self.position, self.span, self.causal = dropout, position, span, causal
@@ -38,14 +38,15 @@ class Attention(nn.Module):
         # over an encoder of another width: fairseq's kdim = vdim = encoder_embed_dim).
         key_dim = d_model if key_dim is None else key_dim
         role = "projection" if key_dim == d_model else "projection_unequal"
-        self.query = with_role(nn.Linear(d_model, d_model), role)
-        self.key = with_role(nn.Linear(key_dim, d_model), role)
-        self.value = with_role(nn.Linear(key_dim, d_model), role)
-        self.out = with_role(nn.Linear(d_model, d_model), "output")
+        draw = "pytorch" if position == "relative" else "xavier"  # 003's relative attention is never reset
+        self.query = with_003_draw(with_role(nn.Linear(d_model, d_model, bias=bias), role), draw)
+        self.key = with_003_draw(with_role(nn.Linear(key_dim, d_model, bias=bias), role), draw)
+        self.value = with_003_draw(with_role(nn.Linear(key_dim, d_model, bias=bias), role), draw)
+        self.out = with_003_draw(with_role(nn.Linear(d_model, d_model, bias=bias), "output"), draw)
         if position == "t5_bias":
             self.relative_bias = nn.Parameter(torch.zeros(num_heads, 2 * span + 1))
         if position == "relative":
-            self.position_key = nn.Linear(d_model, d_model, bias=False)
+            self.position_key = with_003_draw(nn.Linear(d_model, d_model, bias=False), "pytorch")
             self.content_bias = nn.Parameter(torch.zeros(num_heads, self.head_dim))
             self.position_bias = nn.Parameter(torch.zeros(num_heads, self.head_dim))
         if position == "shaw":  # official names: distance_embedding_src, _tgt, _st
@@ -77,8 +78,9 @@ class Attention(nn.Module):
     def _projected_together(self, x: torch.Tensor) -> torch.Tensor:
         """Queries, keys and values of self-attention from one fused projection, as in nn.MultiheadAttention."""
         weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
-        projection_bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
-        return F.linear(x, weight, projection_bias)
+        if self.query.bias is None:
+            return F.linear(x, weight)
+        return F.linear(x, weight, torch.cat([self.query.bias, self.key.bias, self.value.bias]))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, memory: Memory | None = None,
                 cache: CacheSlot | None = None, layout: Groups | Packed | None = None) -> torch.Tensor:
@@ -107,8 +109,8 @@ class Attention(nn.Module):
         if memory.values is not None:
             return self.key(memory.keys), self.value(memory.values)
         if fused:
-            return F.linear(memory.keys, torch.cat([self.key.weight, self.value.weight]),
-                            torch.cat([self.key.bias, self.value.bias])).chunk(2, dim=-1)
+            bias = None if self.key.bias is None else torch.cat([self.key.bias, self.value.bias])
+            return F.linear(memory.keys, torch.cat([self.key.weight, self.value.weight]), bias).chunk(2, dim=-1)
         return self.key(memory.keys), self.value(memory.keys)
 
     def _grouped(self, x: torch.Tensor, memory: Memory | None, layout: Groups | Packed) -> torch.Tensor:
@@ -222,8 +224,8 @@ class FeedForward(nn.Sequential):
     """Linear, ReLU, dropout, linear; the ReLU and the dropout run as one pass on CPU."""
 
     def __init__(self, d_model: int, d_ff: int, dropout: float):
-        super().__init__(with_role(nn.Linear(d_model, d_ff), "feed_forward"), nn.ReLU(), Dropout(dropout),
-                         with_role(nn.Linear(d_ff, d_model), "feed_forward"))
+        super().__init__(with_003_draw(with_role(nn.Linear(d_model, d_ff), "feed_forward"), "xavier_relu"), nn.ReLU(),
+                         Dropout(dropout), with_003_draw(with_role(nn.Linear(d_ff, d_model), "feed_forward"), "xavier"))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         first, _, dropout, second = self

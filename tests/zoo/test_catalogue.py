@@ -43,7 +43,8 @@ def test_every_entry_has_a_complete_scan_and_mt_recipe():
 def test_a_variant_merges_its_tables_over_its_parents_key_by_key():
     transformer, ped = load_entry("transformer"), load_entry("transformer_ped")
     assert ped.extends == "transformer"
-    assert ped.architecture == {**transformer.architecture, "embedding_scale": "ped"}
+    assert ped.architecture == {**transformer.architecture, "embedding_scale": "ped", "init": "003",
+                                "attention_bias": False, "output_bias": True}  # 003's models as its code builds them
     assert ped.recipes == {name: recipe for name, recipe in transformer.recipes.items()
                            if name in ("scan", "mt", "nounadj")}  # another paper's recipe is not inherited
     sag, sag_t5 = load_entry("sag"), load_entry("sag_t5")
@@ -98,6 +99,11 @@ def test_a_bad_parent_is_an_error_naming_it(tmp_path, extends, message):
     (("value = 3.4", 'value = "3.4"'), r"\[\[reported\]\] #1 value must be a number"),
     (('table = "000 Table 3"', "table = 3"), r"\[\[reported\]\] #1 table must be a string"),
     (('paper = "000, 003"', "paper = 0"), "paper must be a string"),
+    (('bleu = "fairseq_tokenized"', 'bleu = "multi-bleu.perl"'),
+     r"\[\[reported\]\] #\d+ bleu 'multi-bleu.perl' is not a way benchbuild knows \(one of: fairseq_tokenized, "),
+    (("value = 3.4\n", 'value = 3.4\nbleu = "fairseq_tokenized"\n'),
+     r"\[\[reported\]\] #1 bleu says how a paper computed BLEU: it belongs to a metric \"bleu\" row, not to metric "
+     r"'exact_match'"),
     (("[recipe.mt]", "[recipe.cjk]"), r"unknown key 'cjk' in \[recipe\] \(allowed: mt, mt_001, nounadj, scan, "
                                       r"scan_000\)"),
 ])
@@ -120,6 +126,21 @@ def test_paper_entries_carry_the_numbers_their_paper_reports():
     for entry in list_entries():
         if entry.name != "hf":
             assert entry.reported, entry.name
+
+
+def test_every_reported_bleu_says_how_its_paper_computed_it():
+    from benchbuild.bleu_ways import REPORTED_WAYS
+
+    ways = {(entry.name, row["benchmark"]): row.get("bleu") for entry in list_entries() for row in entry.reported
+            if row["metric"] == "bleu"}
+    assert len(ways) == 20 and set(ways.values()) <= set(REPORTED_WAYS)
+    assert ways[("syntactic_attention", "lake_baroni_en_fr")] == "nltk_multi_reference"  # 002 Table 3's 36.8
+    assert ways[("lstm_attention", "lake_baroni_en_fr")] == "unstated"  # Lake & Baroni's 28.6, as 002 quotes it
+    assert {ways[(name, "iwslt14_de_en")] for name in ("transformer", "sag", "sag_conv", "sag_fixed_span",
+                                                       "sag_t5")} == {"fairseq_tokenized"}
+    assert {way for (name, benchmark), way in ways.items() if benchmark == "react/cg_test"} == {"sacrebleu_none"}
+    assert ways[("dangle", "cognition/cg_test")] == "sacrebleu_characters"
+    assert ways[("fusion", "cognition/cg_test")] == "sacrebleu_zh_unspaced"
 
 
 def test_load_entry_reads_a_toml_path(tmp_path):
