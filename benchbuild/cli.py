@@ -5,6 +5,7 @@ stderr and an exit code."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -135,9 +136,38 @@ def _stopped(what: str, where: str, code: int) -> None:
     sys.exit(code)
 
 
+def _out_of_space(error: BaseException) -> bool:
+    """Whether `error`, or an error it was raised from, is a full disk: errno ENOSPC, or the message a library that
+    wraps it keeps (safetensors, pyarrow)."""
+    import errno
+
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if (isinstance(error, OSError) and error.errno == errno.ENOSPC) or "No space left on device" in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _written_path() -> str:
+    """What the command writes: its --out (or the run folder of --run), else the working directory."""
+    arguments = sys.argv[1:]
+    for option in ("--out", "--run"):
+        for index, argument in enumerate(arguments):
+            if argument == option and index + 1 < len(arguments):
+                return arguments[index + 1]
+            if argument.startswith(option + "="):
+                return argument.split("=", 1)[1]
+    return str(Path.cwd())
+
+
 def _one_line(error: BaseException) -> str:
     message = str(error) or error.__class__.__name__
-    if isinstance(error, OSError) and error.filename is not None and error.strerror:
+    if _out_of_space(error):
+        where = getattr(error, "filename", None) or _written_path()
+        message = f"no space left on the device holding {where}: free some space there and run the same command again"
+    elif isinstance(error, OSError) and error.filename is not None and error.strerror:
         message = f"{error.filename}: {error.strerror}"  # an unwritable folder, a full disk: the path and why
     elif not isinstance(error, (BenchbuildError, FileNotFoundError, FileExistsError, ValueError)):
         message = f"{error.__class__.__name__}: {message}"
