@@ -197,6 +197,16 @@ def _check_not_in_benchmark(out: Path, option: str) -> None:
                                   f"holds only what its build wrote; choose an {option} outside it")
 
 
+def check_can_write(out: Path, option: str) -> None:
+    """`out`, an existing folder the command writes in, or a new one, may be written by the user who runs the command
+    (`os.access` asks as that user; a read-only file system refuses even root): checked before any work starts."""
+    if out.is_dir():
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise BenchbuildError(f"{option} {out}: cannot write in it (permission denied or a read-only file system)")
+        return
+    _check_creatable(out, option)
+
+
 def _check_creatable(out: Path, option: str) -> None:
     """The nearest existing folder above a new output is a folder this process may write in."""
     parent = Path(os.path.abspath(out)).parent
@@ -205,7 +215,8 @@ def _check_creatable(out: Path, option: str) -> None:
     if not parent.is_dir():
         raise BenchbuildError(f"{option} {out}: {parent} is not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise BenchbuildError(f"{option} {out}: cannot write in {parent} (permission denied)")
+        raise BenchbuildError(f"{option} {out}: cannot write in {parent} (permission denied or a read-only file "
+                              "system)")
 
 
 # Files other benchbuild commands put in a run folder before training starts (`sweep` records the run's

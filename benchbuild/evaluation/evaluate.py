@@ -11,7 +11,7 @@ from benchbuild.benchmark import read_build_info
 from benchbuild.device import resolve_device
 from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_rows
-from benchbuild.outputs import CLAIM_FILES, check_disjoint, is_metrics_file
+from benchbuild.outputs import CLAIM_FILES, check_can_write, check_disjoint, is_metrics_file
 from benchbuild.run_folder import (CHECKPOINTS_DIR, METRICS_FILE, PREDICTIONS_FILE, benchmark_fingerprint,
                                    check_result, claim, portable_path, read_run, unfinished_note, write_metrics,
                                    write_predictions)
@@ -122,6 +122,7 @@ def check_evaluation_output(destination: Path, run_dir: Path, data: Path, lexico
                               "give the real path")
     same = destination.resolve() == run_dir.resolve()
     check_disjoint(destination, "--run" if same else "--out", inputs)
+    check_can_write(destination, "--run" if same else "--out")
     if same:
         return
     if run_dir.resolve().is_relative_to(destination.resolve()):
