@@ -84,6 +84,7 @@ def render_model_card(record: Mapping[str, Any], parameters: int, vocabulary: in
         benchmark_path=_portable(benchmark.get("path")), separate=source_vocabulary is not None,
         decoding=_decoding(record["recipe"]), scores=[row for file, metrics in evaluations
                                                       for row in card_metrics(file, metrics)],
+        unfinished=[(file, metrics["unfinished"]) for file, metrics in evaluations if metrics.get("unfinished")],
         papers=papers, example_source=json.dumps(example_source or "a source sentence", ensure_ascii=False)[1:-1])
     return f"---\n{yaml.safe_dump(header, sort_keys=False)}---\n\n{body.strip()}\n"
 

@@ -318,6 +318,9 @@ def test_ctrl_c_of_a_single_command_says_so_and_eval_scores_the_unfinished_run_o
     assert scored.returncode == 0, scored.stderr
     metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["unfinished"] == f"step {done:,} of 100,000, unfinished" and metrics["rows"] == 100
+    card = (run_dir / "README.md").read_text(encoding="utf-8")  # the model card says so too
+    assert (f"**Unfinished**: `metrics.json` scores the last selected checkpoint of a run that has not finished "
+            f"training (step {done:,} of 100,000, unfinished)") in card
     reported = benchbuild_in_process("report", run_dir, "--out", tmp_path / "report", "--format", "md")
     assert reported.returncode == 0, reported.stderr
     text = (tmp_path / "report.md").read_text(encoding="utf-8")

@@ -102,8 +102,10 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
              "correct": " ".join(prediction.split()) == " ".join(row["target"].split())}
             for row, prediction in zip(rows, predictions)))
         write_metrics(destination / METRICS_FILE, result)
-    if run.get("status") == "complete" and destination.resolve().is_relative_to(run_dir.resolve()):
-        # The run's model card shows the metrics files in the run folder: written again with this one.
+    if (run.get("status") == "complete" or unfinished is not None) and destination.resolve().is_relative_to(
+            run_dir.resolve()):
+        # The run's model card shows the metrics files in the run folder: written again with this one (an unfinished
+        # run's, scored with --allow-unfinished, says so above its metrics).
         from benchbuild.model_card import write_model_card
 
         write_model_card(run_dir, run, model, rows[0]["source"] if rows else None)
