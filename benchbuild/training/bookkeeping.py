@@ -29,7 +29,7 @@ def check_run_paths(model: str | Path, data: str | Path, out: str | Path) -> Non
 
 
 @contextlib.contextmanager
-def _claimed(out: Path):
+def claimed(out: Path):
     """Hold the run folder for this process (under `accelerate launch`, the main process only); a run that fails
     before it wrote anything leaves no folder behind that would block the corrected rerun."""
     import os
@@ -58,7 +58,7 @@ def _claimed(out: Path):
 SEPARATE_DICTIONARY_KINDS = ("transformer",)
 
 
-def _check_dictionaries(entry, training_recipe: TrainingRecipe, architecture_overrides: dict | None = None) -> None:
+def check_dictionaries(entry, training_recipe: TrainingRecipe, architecture_overrides: dict | None = None) -> None:
     """Separate dictionaries need a model with an encoder embedding of its own, and an encoder and a decoder of
     different widths need separate dictionaries (one table cannot serve both): refused before the run folder or a
     tokenizer is written, so the corrected rerun (`--set dictionaries=...`) needs no --overwrite."""
@@ -80,7 +80,7 @@ def _check_dictionaries(entry, training_recipe: TrainingRecipe, architecture_ove
                                   "dictionaries=separate")
 
 
-def _check_budgets(steps: int | None, minutes: float | None) -> None:
+def check_budgets(steps: int | None, minutes: float | None) -> None:
     """The step budget (None: counted after packing, always at least 1) and the time budget are positive."""
     if steps is not None and steps < 1:
         raise BenchbuildError(f"the step budget must be at least 1; got {steps}")
@@ -88,7 +88,7 @@ def _check_budgets(steps: int | None, minutes: float | None) -> None:
         raise BenchbuildError(f"the time budget must be a positive number of minutes; got {minutes}")
 
 
-def _check_hold_out(train_rows: list[dict], validation_rows: list[dict], validation_name: str,
+def check_hold_out(train_rows: list[dict], validation_rows: list[dict], validation_name: str,
                     training_recipe: TrainingRecipe) -> list[dict]:
     """For a run that validates on rows held out of train: refuse a hold-out that takes every training row of a
     source word (unless the recipe's `allow_hidden_words`), and return what run.json records as `held_out_words`:
@@ -101,7 +101,7 @@ def _check_hold_out(train_rows: list[dict], validation_rows: list[dict], validat
 
 # Recipe keys outside a run's identity, so changing them resumes the run: the budget (`steps`, `epochs`: a longer
 # budget continues a run); what only picks the root's checkpoint (`select`, `validate_by`, `ties`: run folders from
-# before they existed resume, and `_check_selection` guards a change of rule); what happens after training
+# before they existed resume, and `check_selection` guards a change of rule); what happens after training
 # (`score_train`). The recipe's `architecture` is part of the identity's "architecture", `held_out` and
 # `held_out_from` of its "validation".
 _OUTSIDE_IDENTITY = ("steps", "epochs", "select", "validate_by", "ties", "held_out", "held_out_from", "score_train",
@@ -111,19 +111,19 @@ _ADDED_LATER = ("eval_every_epochs", "beam", "max_len_a", "max_len_b", "batch_to
                 "dictionaries", "source_tokens", "target_tokens", "segment_source", "segment_target", "precision")
 
 
-def _recipe_identity(recipe: TrainingRecipe) -> dict[str, Any]:
+def recipe_identity(recipe: TrainingRecipe) -> dict[str, Any]:
     """The recipe's part of a run's identity: the keys that change how it trains."""
     defaults = {field.name: field.default for field in dataclasses.fields(TrainingRecipe)}
     return {key: value for key, value in recipe.to_dict().items()
             if key not in _OUTSIDE_IDENTITY and not (key in _ADDED_LATER and value == defaults[key])}
 
 
-def _recorded_run(out: Path, overwrite: bool) -> dict[str, Any]:
+def recorded_run(out: Path, overwrite: bool) -> dict[str, Any]:
     """The `run.json` of the run `out` holds, if any, that this run would resume (not one `overwrite` replaces)."""
     return read_run(out) if not overwrite and (out / RUN_FILE).is_file() else {}
 
 
-def _check_selection(out: Path, record: dict[str, Any], recipe: TrainingRecipe) -> None:
+def check_selection(out: Path, record: dict[str, Any], recipe: TrainingRecipe) -> None:
     """A resumed run keeps its selection rule, what it compares and how it breaks ties: switching midway would leave
     the root holding a checkpoint that neither rule picks. A `run.json` without `select` (or `ties`) predates the key
     and may take either rule; one that validated before `validate_by` existed compared exact match, and its best
@@ -136,7 +136,7 @@ def _check_selection(out: Path, record: dict[str, Any], recipe: TrainingRecipe) 
                                   f"--set {key}={recorded}, or pass --overwrite to start again")
 
 
-def _selection_record(state: TrainerState, metric: str) -> dict[str, Any]:
+def selection_record(state: TrainerState, metric: str) -> dict[str, Any]:
     """`run.json`'s account of the selection: the root's step, its score by `metric` and exact match, and the best
     validation score and its step."""
     return {"steps_done": state.step, "selected_step": state.selected_step,
@@ -144,7 +144,7 @@ def _selection_record(state: TrainerState, metric: str) -> dict[str, Any]:
             "best_validation_step": state.best_step, f"best_validation_{metric}": state.best}
 
 
-def _diverged(run: PreparedRun, loss: float) -> None:
+def mark_diverged(run: PreparedRun, loss: float) -> None:
     """A non-finite loss ends the run: `run.json` says `failed` at this step (never reported as a result) and the
     user is told what to change."""
     reason = f"the training loss became {loss} at step {run.state.step}"

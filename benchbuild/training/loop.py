@@ -28,8 +28,8 @@ from benchbuild.device import cpu_threads, start_accelerator
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indices, by_length, collate, encode_rows,
                                           micro_batches)
-from benchbuild.training.bookkeeping import (_check_budgets, _check_dictionaries, _check_hold_out, _check_selection,
-                                             _claimed, _diverged, _recipe_identity, _recorded_run, _selection_record,
+from benchbuild.training.bookkeeping import (check_budgets, check_dictionaries, check_hold_out, check_selection,
+                                             claimed, mark_diverged, recipe_identity, recorded_run, selection_record,
                                              check_run_paths)
 from benchbuild.model_card import write_model_card
 from benchbuild.zoo.recipe import (TrainingRecipe, default_recipe, epoch_in_token_batches, planned_steps,
@@ -38,7 +38,7 @@ from benchbuild.run_folder import (append_log, benchmark_fingerprint, clear, dev
                                    open_run, portable_path, save_pretrained, train_command_line, truncate_log,
                                    write_run)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
-from benchbuild.training.progress import _StepProgress, training_status
+from benchbuild.training.progress import StepProgress, training_status
 from benchbuild.zoo.catalogue import CATALOGUE
 from benchbuild.zoo.decoding import length_rule
 from benchbuild.zoo.loading import TranslationTokenizer, load_model
@@ -126,9 +126,9 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     check_run_paths(model, data, out)
     # The whole run on the thread count torch had when called (OMP_NUM_THREADS, or the caller's set_num_threads):
     # numba's OpenMP layer would reset it to the machine's at the first dropout kernel (`cpu_threads`).
-    with _claimed(Path(out)), cpu_threads(torch.get_num_threads()):
+    with claimed(Path(out)), cpu_threads(torch.get_num_threads()):
         run = prepare(model, data, out, options)
-        with _StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance:
+        with StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance:
             while run.state.step < run.budget:
                 step(run)
                 out_of_time = _out_of_time(run)
@@ -161,16 +161,16 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     entry = dataclasses.replace(entry, architecture={**entry.architecture, **training_recipe.architecture})
     if "train" not in splits:
         raise BenchbuildError(f"{data} has no train split (splits: {', '.join(splits)})")
-    _check_dictionaries(entry, training_recipe, options.architecture_overrides)
+    check_dictionaries(entry, training_recipe, options.architecture_overrides)
     split_rows = {name: split.rows for name, split in info.splits.items()}
     # Epochs of token batches are counted in steps once the rows are packed, below.
     by_token_epochs = epoch_in_token_batches(training_recipe)
     recipe_steps = None if by_token_epochs else planned_steps(training_recipe, split_rows, options.validation_split)
-    _check_budgets(options.max_steps if options.max_steps is not None else recipe_steps, options.max_minutes)
+    check_budgets(options.max_steps if options.max_steps is not None else recipe_steps, options.max_minutes)
     train_rows, validation_rows, validation_name = split_validation(
         splits, options.validation_split, options.seed, training_recipe.held_out,
         held_out_from=training_recipe.held_out_from, select=training_recipe.select, file_order=keeps_file_order(info))
-    held_out_words = (_check_hold_out(train_rows, validation_rows, validation_name, training_recipe)
+    held_out_words = (check_hold_out(train_rows, validation_rows, validation_name, training_recipe)
                       if holds_out(splits, options.validation_split, training_recipe.select) else None)
     if not validation_rows and training_recipe.select == "best_validation":
         raise BenchbuildError(f"validation split {validation_name!r} of {data} has no rows: select = best_validation "
@@ -181,7 +181,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         "model": entry.name, "architecture": entry.architecture,
         "architecture_overrides": options.architecture_overrides or {},
         "benchmark": {name: split.fingerprint for name, split in info.splits.items()}, "seed": options.seed,
-        "recipe_family": family, "validation": validation_name, "recipe": _recipe_identity(training_recipe),
+        "recipe_family": family, "validation": validation_name, "recipe": recipe_identity(training_recipe),
         # A stacked run draws its dropout masks from its own stream (`zoo.attention.stacking`), not torch's generator.
         **({"trainer": "stacked"} if options.stacked else {}),
     }
@@ -189,7 +189,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     # Under `accelerate launch`, only the main process writes the run folder; the others wait until it is ready. A
     # change of selection rule is named before the identity is compared (under `last` it changes the validation too).
     if accelerator.is_main_process:
-        _check_selection(out, _recorded_run(out, options.overwrite), training_recipe)
+        check_selection(out, recorded_run(out, options.overwrite), training_recipe)
     record = open_run(out, identity, options.overwrite) if accelerator.is_main_process else {}
     accelerator.wait_for_everyone()
     set_seed(options.seed)
@@ -285,11 +285,11 @@ def step(run: PreparedRun) -> float:
 
 def count_step(run: PreparedRun, loss: float, learning_rate: float) -> None:
     """After an update of `run` with the step's `loss` (summed over processes) at `learning_rate`: count the step,
-    end the run on a non-finite loss (`_diverged`), and every `run.eval_every // 10` steps (and at the last) log the
+    end the run on a non-finite loss (`mark_diverged`), and every `run.eval_every // 10` steps (and at the last) log the
     mean loss since the last log line (main process)."""
     run.state.step += 1
     if not math.isfinite(loss):
-        _diverged(run, loss)
+        mark_diverged(run, loss)
     run.window.append(loss)
     log_every = max(1, run.eval_every // 10)
     if run.accelerator.is_main_process and (run.state.step % log_every == 0 or run.state.step == run.budget):
@@ -325,7 +325,7 @@ def validate_and_checkpoint(run: PreparedRun) -> None:
             state.selected_exact_match = None if scores is None else scores.exact_match
             save_pretrained(run.out, network, run.tokenizer)
         save_checkpoint(run.out, network, run.optimizer, run.scheduler, state)
-        run.record.update({**_selection_record(state, recipe.validate_by), "status": "running"})
+        run.record.update({**selection_record(state, recipe.validate_by), "status": "running"})
         write_run(run.out, run.record)
     accelerator.wait_for_everyone()
 
@@ -337,7 +337,7 @@ def finish(run: PreparedRun) -> TrainResult:
     if run.accelerator.is_main_process:
         if run.recipe.score_train:
             run.record["train_exact_match"] = train_exact_match(run)
-        run.record.update({**_selection_record(state, run.recipe.validate_by), "status": "complete",
+        run.record.update({**selection_record(state, run.recipe.validate_by), "status": "complete",
                            "stopped_by": run.stopped_by, "cpu_threads": torch.get_num_threads(),
                            "elapsed_s": round(state.elapsed, 1)})
         write_run(run.out, run.record)

@@ -32,7 +32,7 @@ def training_status(run: PreparedRun) -> str:
 PROGRESS_LINE_SECONDS = 60.0
 
 
-class _StepProgress:
+class StepProgress:
     """Progress over optimizer steps on stderr: a rich bar on a terminal; otherwise (piped or logged) one plain line
     every `PROGRESS_LINE_SECONDS` and at the end: steps done of the budget, the bar's status (loss, best validation
     score), steps per second and the time left at that rate. A no-op when disabled."""

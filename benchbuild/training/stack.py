@@ -35,10 +35,10 @@ from benchbuild.device import cpu_threads
 from benchbuild.errors import BenchbuildError
 from benchbuild.run_folder import portable_path
 from benchbuild.training.batching import batch_indices, by_length
-from benchbuild.training.bookkeeping import _claimed, check_run_paths
+from benchbuild.training.bookkeeping import claimed, check_run_paths
 from benchbuild.training.loop import (PreparedRun, RunOptions, TrainResult, count_step, finish, prepare,
                                       validate_and_checkpoint)
-from benchbuild.training.progress import _StepProgress
+from benchbuild.training.progress import StepProgress
 from benchbuild.zoo.attention import stacking
 
 # The model kinds whose layers all take their vmappable paths inside a stacked pass (`zoo.attention.stacking`).
@@ -67,7 +67,7 @@ def train_stack(model: str | Path, data: str | Path, members: Sequence[tuple[str
     _check_recipes(model, data, members)
     with contextlib.ExitStack() as held:
         for out, _ in members:
-            held.enter_context(_claimed(out))
+            held.enter_context(claimed(out))
         held.enter_context(cpu_threads(torch.get_num_threads()))
         runs = [prepare(model, data, out, options) for out, options in members]
         _check_stackable(runs)
@@ -77,7 +77,7 @@ def train_stack(model: str | Path, data: str | Path, members: Sequence[tuple[str
         stack = Stack(runs)
         failed: dict[Path, str] = {}
         total = sum(run.budget for run in runs)
-        with _StepProgress(progress, total, sum(run.state.step for run in runs)) as advance:
+        with StepProgress(progress, total, sum(run.state.step for run in runs)) as advance:
             while True:
                 waiting = [run for run in runs if run.out not in failed and run.state.step < run.budget]
                 if not waiting:

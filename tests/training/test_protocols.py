@@ -14,7 +14,7 @@ from transformers import AutoTokenizer
 
 from benchbuild.benchmark import load_splits
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.bookkeeping import _recipe_identity
+from benchbuild.training.bookkeeping import recipe_identity
 from benchbuild.training.loop import train
 from benchbuild.zoo.recipe import planned_steps, validation_interval
 from benchbuild.training.selection import selects
@@ -262,7 +262,7 @@ def test_new_keys_at_their_defaults_leave_a_runs_identity_as_it_was(tiny_scan, t
     assert set(run["identity"]["recipe"]) == IDENTITY_KEYS and run["identity"]["validation"] == \
         "train-heldout-10%-seed-0"
     # Budget, selection and scoring keys stay out whatever their value; `eval_every_epochs` counts once set.
-    assert set(_recipe_identity(TrainingRecipe(batch_size=16, learning_rate=1e-3, steps=30, ties="earliest",
+    assert set(recipe_identity(TrainingRecipe(batch_size=16, learning_rate=1e-3, steps=30, ties="earliest",
                                                held_out_from="end", score_train=True, epochs=3))) == IDENTITY_KEYS
-    assert _recipe_identity(TrainingRecipe(batch_size=16, learning_rate=1e-3, steps=30,
+    assert recipe_identity(TrainingRecipe(batch_size=16, learning_rate=1e-3, steps=30,
                                            eval_every_epochs=2))["eval_every_epochs"] == 2
