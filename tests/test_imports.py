@@ -145,3 +145,13 @@ def test_no_two_modules_of_the_report_import_each_other_even_indirectly():
     cycles = [f"{a} -> {b} -> ... -> {a}" for a in sorted(inside) for b in sorted(inside[a])
               if reaches(inside, b, a)]
     assert cycles == []
+
+
+def test_no_module_is_over_500_lines_unless_its_docstring_says_why_it_is_one_piece():
+    """Issue #46: a newcomer finds one concern per file; a module that must stay longer says so ("one piece")."""
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 500 and "one piece" not in (ast.get_docstring(ast.parse(text)) or ""):
+            long.append(f"{path.relative_to(PACKAGE.parent)} ({text.count(chr(10))} lines)")
+    assert not long, f"over 500 lines without saying why: {long}"
