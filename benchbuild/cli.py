@@ -82,8 +82,20 @@ app.command("publish")(releases.publish_command)
 pipeline.program = app  # `run` parses a recipe's steps with these commands
 
 
+# The signal that stopped the command, once one came: a KeyboardInterrupt raised where Python only prints it (in a
+# finaliser: an fsspec file's `closed` while a dataset is saved) leaves the command to fail on what it interrupted
+# ("I/O operation on closed file"); that failure is still reported as the stop it follows, with its exit code.
+_signalled: list[str] = []
+
+
 def _terminate(signum, frame) -> None:
+    _signalled.append("terminated")
     raise Terminated()
+
+
+def _interrupt(signum, frame) -> None:
+    _signalled.append("interrupted")
+    raise KeyboardInterrupt
 
 
 def main() -> None:
@@ -95,7 +107,10 @@ def main() -> None:
     debug = "--debug" in sys.argv[1:]
     if debug:
         sys.argv = [sys.argv[0], *[a for a in sys.argv[1:] if a != "--debug"]]
+    _signalled.clear()
     signal.signal(signal.SIGTERM, _terminate)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where SIGINT is ignored (nohup &)
+        signal.signal(signal.SIGINT, _interrupt)
     try:
         check_no_empty_argument(sys.argv[1:])
         result = app(standalone_mode=False)
@@ -111,6 +126,8 @@ def main() -> None:
     except Terminated as stop:
         _stopped("terminated", str(stop), 143)
     except Exception as error:  # noqa: BLE001 - the CLI's single place that turns errors into one line
+        if _signalled and not debug:  # what a signal interrupted failed after it: the stop is what happened
+            _stopped(_signalled[0], "", 130 if _signalled[0] == "interrupted" else 143)
         if debug:
             raise
         print(f"benchbuild: error: {_one_line(error)}", file=sys.stderr)

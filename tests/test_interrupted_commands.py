@@ -326,3 +326,32 @@ def test_ctrl_c_of_a_single_command_says_so_and_eval_scores_the_unfinished_run_o
     text = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "has not finished training" in text
     assert "| tiny_transformer [finished=False] |" in text  # never a row that looks like a finished result
+
+
+SWALLOWED = """
+import os, signal, sys
+from benchbuild import cli
+
+@cli.app.command("swallow")
+def swallow():
+    class Finalised:
+        def __del__(self):  # Python prints an exception raised here and goes on, as in fsspec's file close
+            os.kill(os.getpid(), signal.SIGINT)
+            sum(range(10_000))  # the handler runs here, inside the finaliser
+    Finalised()
+    raise ValueError("I/O operation on closed file")
+
+sys.argv = ["benchbuild", "swallow"]
+cli.main()
+"""
+
+
+def test_a_ctrl_c_that_python_swallows_in_a_finaliser_still_stops_the_command_with_130(tmp_path):
+    """Seen in CI: Ctrl-C landed in a file's finaliser while build-scan saved a split; Python printed the
+    KeyboardInterrupt and went on, and the command then failed on the closed file with exit 1. The stop is what
+    happened: exit 130 and the interrupted line, whatever failed after it."""
+    done = subprocess.run([sys.executable, "-c", SWALLOWED], capture_output=True, text=True, timeout=120,
+                          env=ENVIRONMENT)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "benchbuild: interrupted (the same command again starts it over)"
+    assert "I/O operation on closed file" not in done.stderr.strip().splitlines()[-1]
