@@ -51,7 +51,7 @@ def test_zoo_model_prints_the_statistic_of_each_reported_number():
 
 
 def test_zoo_model_says_when_a_recipe_has_no_fidelity_table():
-    mt = recipe_block(zoo("--model", "syntactic_attention"), "mt")
+    mt = recipe_block(zoo("--model", "lstm_attention"), "mt")
     assert "sources: none listed known differences from the paper: none listed" in mt
 
 
