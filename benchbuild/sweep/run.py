@@ -308,6 +308,8 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[Estimate]:
     import functools
     import tempfile
 
+    import torch
+
     from benchbuild import zoo
     from benchbuild.benchmark import load_splits, read_build_info
     from benchbuild.sweep.spec import budget_recipe
@@ -344,12 +346,19 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[Estimate]:
         return math.ceil(budget(spec) / validation_interval(recipe, split_rows(spec.data), token_batches=batches))
 
     def weights(spec, tokenizer) -> int:
+        """The configuration's parameter count, counted on the meta device (nothing allocated); with separate
+        dictionaries the encoder's table is the source dictionary's (and may be of another width)."""
         recipe = recipe_of(spec.model, spec.benchmark, spec.recipe, json.dumps(spec.overrides, sort_keys=True))
         entry = zoo.load_entry(spec.model)
         entry = dataclasses.replace(entry, architecture={**entry.architecture, **recipe.architecture})
-        network = zoo.build_model(entry, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                                  overrides=spec.architecture_overrides or None)
+        overrides = dict(spec.architecture_overrides or {})
+        if recipe.dictionaries == "separate":
+            overrides["source_vocab_size"] = len(getattr(tokenizer, "source", tokenizer))
+        target = getattr(tokenizer, "target", tokenizer)
+        with torch.device("meta"):
+            network = zoo.build_model(entry, vocab_size=len(target), pad_token_id=target.pad_token_id,
+                                      bos_token_id=target.bos_token_id, eos_token_id=target.eos_token_id,
+                                      overrides=overrides or None)
         return sum(parameter.numel() for parameter in network.parameters())
 
     def evaluation_seconds(run, spec) -> float:
@@ -364,10 +373,13 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[Estimate]:
         return (time.perf_counter() - started) * len(rows) / max(1, len(sample))
 
     rows = []
+    grouped: dict[tuple[str, str], list] = {}
+    for state in states:
+        grouped.setdefault((state.spec.model, state.spec.configuration), []).append(state)
     for model in dict.fromkeys(state.spec.model for state in states):
         timed = None  # (step, validation, evaluation seconds, weights, tokenizer) of the first configuration
-        for configuration in dict.fromkeys(state.spec.configuration for state in states if state.spec.model == model):
-            runs = [state for state in states if (state.spec.model, state.spec.configuration) == (model, configuration)]
+        for configuration in dict.fromkeys(configuration for key, configuration in grouped if key == model):
+            runs = grouped[(model, configuration)]
             first = runs[0].spec
             pending = [state for state in runs if state.state not in ("done", "trained")]
             left = sum(budget(state.spec) - state.step for state in pending)

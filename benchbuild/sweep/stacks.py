@@ -63,9 +63,16 @@ def groups(todo: list[RunSpec], size: int) -> list[Group]:
     stacks, in stacks of up to `size` runs that differ only in seed; the rest alone. Order: as in `todo`."""
     formed: list[tuple[list[RunSpec], bool]] = []
     filling: dict[str, list[RunSpec]] = {}
+    known: dict[str, bool] = {}  # `stackable` by what it reads: a grid's 20,000 runs share a few answers
     for spec in todo:
         started = _started_stacked(spec)
-        if not (started if started is not None else size > 1 and stackable(spec)):
+        if started is None and size > 1:
+            asked = json.dumps([spec.model, spec.benchmark, spec.recipe, spec.overrides, spec.max_minutes],
+                               sort_keys=True, default=str)
+            if asked not in known:
+                known[asked] = stackable(spec)
+            started = known[asked]
+        if not started:
             formed.append(([spec], False))
             continue
         key = _stack_key(spec)
