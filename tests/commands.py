@@ -19,10 +19,57 @@ from pathlib import Path
 BENCHBUILD = str(Path(sys.executable).parent / "benchbuild")
 
 
-def benchbuild(*arguments: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """`benchbuild ARGUMENTS…` run to its end with no terminal input; output captured as text."""
-    return subprocess.run([BENCHBUILD, *map(str, arguments)], capture_output=True, text=True, cwd=cwd,
-                          stdin=subprocess.DEVNULL)
+def benchbuild(*arguments: str | Path, cwd: Path | None = None,
+               timeout: float | None = None) -> subprocess.CompletedProcess:
+    """`benchbuild ARGUMENTS…` run to its end in a process of its own, with no terminal input; its exit status and
+    output (as text) as `subprocess.run` gives them.
+
+    The process is forked from a server (tests/fork_server.py) that imported benchbuild's CLI and what its commands
+    load (torch, transformers, datasets) once for the test process, instead of paying those ~3-5 s per command. It is
+    still a process of its own (pid, working directory, environment, file descriptors, exit status, `sys.argv` as the
+    console script sets it) running the console entry point `benchbuild.cli.main` and the interpreter's exit (atexit
+    functions, flushed output). Tests of signals, locks, imports and the installed script start the script itself."""
+    import socket
+    import tempfile
+
+    argv = [BENCHBUILD, *map(str, arguments)]
+    with tempfile.TemporaryDirectory(prefix="benchbuild-command-") as folder:
+        stdout, stderr = Path(folder, "stdout"), Path(folder, "stderr")
+        request = {"argv": argv, "cwd": str(cwd or os.getcwd()), "environment": dict(os.environ),
+                   "stdout": str(stdout), "stderr": str(stderr)}
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(_fork_server())
+            connection.sendall((json.dumps(request) + "\n").encode())
+            answers = connection.makefile("r", encoding="utf-8")
+            pid = int(answers.readline())
+            connection.settimeout(timeout)
+            try:
+                code = int(answers.readline())
+            except TimeoutError:
+                os.kill(pid, signal.SIGKILL)
+                raise subprocess.TimeoutExpired(argv, timeout, _text(stdout), _text(stderr)) from None
+        return subprocess.CompletedProcess(argv, code, _text(stdout), _text(stderr))
+
+
+_server: list[tuple[subprocess.Popen, str]] = []
+
+
+def _fork_server() -> str:
+    """The socket address of this test process's fork server, started at the first command (its imports take a few
+    seconds once); it ends when this process does (its stdin, a pipe from here, closes)."""
+    import tempfile
+
+    if not _server:
+        address = str(Path(tempfile.mkdtemp(prefix="benchbuild-fork-server-")) / "socket")
+        server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("fork_server.py")), address],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert server.stdout.readline() == "ready\n", "the tests' fork server did not start"
+        _server.append((server, address))
+    return _server[0][1]
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
 
 
 def benchbuild_in_process(*arguments: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:

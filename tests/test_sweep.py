@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from benchbuild.cli import app
+from commands import benchbuild
 from benchbuild.errors import BenchbuildError
 from benchbuild.sweep.spec import CONFIG_FILE, load_sweep
 from benchbuild.sweep.state import run_state
@@ -32,8 +33,7 @@ def _workspace(folder: Path) -> Path:
 
 
 def _sweep(cwd: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchbuild", "sweep", "pipelines/sweep_smoke.toml", *args],
-                          cwd=cwd, capture_output=True, text=True, **kwargs)
+    return benchbuild("sweep", "pipelines/sweep_smoke.toml", *args, cwd=cwd, **kwargs)
 
 
 def _run_folders(cwd: Path) -> dict[str, Path]:
@@ -50,7 +50,7 @@ def _metrics(folder: Path) -> dict:
     return {key: value for key, value in metrics.items() if key not in ("run", "benchmark_path")}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # one worker builds it once (tests/conftest.py SHARED_FIXTURES)
 def local_sweep(tmp_path_factory):
     """The smoke sweep run to the end with `--engine local --jobs 2`, in a folder of its own."""
     cwd = _workspace(tmp_path_factory.mktemp("local"))
@@ -83,6 +83,7 @@ steps = 20
 eval_every = 20
 batch_size = 16
 held_out = 0.02
+architecture = { d_model = 16, d_ff = 32, num_heads = 2, encoder_layers = 1, decoder_layers = 1 }
 [[benchmarks]]
 name = "scan/addprim_turn_left"
 data = "out/scan/addprim_turn_left"
@@ -145,8 +146,7 @@ def test_sweep_on_dask_gives_the_same_runs_and_report(local_sweep, dask_schedule
     models = 'models = ["transformer", "relative_transformer", "universal_transformer"]\n'
     assert models in smoke
     (cwd / "transformer.toml").write_text(smoke.replace(models, 'models = ["transformer"]\n'), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "benchbuild", "sweep", "transformer.toml", "--engine", "dask",
-                             "--scheduler", dask_scheduler], cwd=cwd, capture_output=True, text=True)
+    result = benchbuild("sweep", "transformer.toml", "--engine", "dask", "--scheduler", dask_scheduler, cwd=cwd)
     assert result.returncode == 0, result.stderr
     ours = _run_folders(cwd)
     theirs = {name: folder for name, folder in _run_folders(local).items() if name.split("/")[1] == "transformer"}

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from commands import benchbuild
 from small_inputs import word_lines, write_benchmark
 
 from benchbuild.errors import BenchbuildError
@@ -31,7 +32,7 @@ def _copy_rows(prefix: str, count: int) -> list[dict[str, str]]:
     return [{"id": f"{prefix}-{index}", "source": line, "target": line} for index, line in enumerate(word_lines(count))]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # one worker builds it once (tests/conftest.py SHARED_FIXTURES)
 def grid_sweep(tmp_path_factory):
     """tests/sweep_grid/sweep.toml run to the end (`--jobs 1`) in a folder of its own, beside the copy benchmark it
     trains on (ten 5-word sentences: each word's successor is fixed, the first word is read from the source)."""
@@ -46,8 +47,7 @@ def grid_sweep(tmp_path_factory):
 
 
 def _sweep(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchbuild", "sweep", GRID_SWEEP, "--jobs", "1", *args], cwd=cwd,
-                          capture_output=True, text=True)
+    return benchbuild("sweep", GRID_SWEEP, "--jobs", "1", *args, cwd=cwd)
 
 
 def _write(tmp_path: Path, grid: str, models: str = '["transformer"]') -> Path:

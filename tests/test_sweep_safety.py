@@ -24,9 +24,12 @@ from benchbuild.locks import held
 from benchbuild.sweep.spec import load_sweep
 from benchbuild.sweep.state import run_state
 from benchbuild.zoo.catalogue import CATALOGUE
+from commands import benchbuild
+from small_inputs import scan_file_rows, write_benchmark
 
 # A Transformer small enough that a step takes milliseconds on one CPU core, validated (and checkpointed) every 50
-# steps on 1% of train: a run of 600 steps lasts seconds, long enough to be stopped in the middle.
+# steps on 1% of train: a run of 240 steps lasts a few seconds, long enough to be stopped in the middle (the tests
+# signal as the first checkpoint appears, at step 50).
 TINY = """[set]
 eval_every = 50
 batch_size = 16
@@ -37,16 +40,18 @@ architecture = { d_model = 16, d_ff = 32, num_heads = 2, encoder_layers = 1, dec
 
 
 @pytest.fixture(scope="module")
-def scan(tmp_path_factory) -> Path:
-    """A SCAN benchmark folder (addprim_turn_left: splits train and test), built once for the module."""
-    out = tmp_path_factory.mktemp("benchmarks") / "scan"
-    result = subprocess.run([sys.executable, "-m", "benchbuild", "build-scan", "--out", str(out), "--split",
-                             "addprim_turn_left"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return out / "addprim_turn_left"
+def scan(tmp_path_factory, shared_data) -> Path:
+    """A small SCAN benchmark folder (scan/addprim_turn_left, splits train and test): the first 400 train and 40 test
+    rows of the canonical addprim_turn_left files with at most 8 actions. A run on it trains and is scored in seconds;
+    the whole split is built by the test of a sweep whose build step makes it."""
+    folder = shared_data / "scan" / "add_prim_split"
+    splits = {"train": scan_file_rows(folder / "tasks_train_addprim_turn_left.txt", "train", 400, 8),
+              "test": scan_file_rows(folder / "tasks_test_addprim_turn_left.txt", "test", 40, 8)}
+    return write_benchmark(tmp_path_factory.mktemp("benchmarks") / "addprim_turn_left", splits, "scan",
+                           "addprim_turn_left")
 
 
-def _write_sweep(folder: Path, data: Path | str, *, steps: int = 600, seeds: tuple[int, ...] = (0, 1),
+def _write_sweep(folder: Path, data: Path | str, *, steps: int = 240, seeds: tuple[int, ...] = (0, 1),
                  split: str = "test", top: str = "", name: str = "safety",
                  benchmark: str = "scan/addprim_turn_left") -> Path:
     """`folder`/sweep.toml: the tiny Transformer on the benchmark folder `data`; `top` adds top-level keys."""
@@ -136,7 +141,7 @@ def test_sigint_stops_every_local_worker_and_a_rerun_finishes_the_sweep(scan, tm
     assert _quiet(stderr), stderr
     states = _states(tmp_path)
     assert "done" not in states and "partial" in states, f"stopped in the middle, not trained to the end: {states}"
-    rerun = subprocess.run(_command("--jobs", "2"), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    rerun = benchbuild("sweep", "sweep.toml", "--jobs", "2", cwd=tmp_path, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     assert _states(tmp_path) == ["done"] * 3
 
@@ -176,8 +181,7 @@ def test_sigint_closes_the_embedded_dask_cluster_and_a_rerun_finishes_the_sweep(
     assert code == 130, stderr
     assert _quiet(stderr), stderr
     assert "done" not in _states(tmp_path)
-    rerun = subprocess.run(_command("--engine", "dask", "--workers", "2"), cwd=tmp_path, capture_output=True,
-                           text=True, timeout=600)
+    rerun = benchbuild("sweep", "sweep.toml", "--engine", "dask", "--workers", "2", cwd=tmp_path, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     assert _states(tmp_path) == ["done"] * 2
 
@@ -192,8 +196,8 @@ def test_a_second_sweep_of_the_same_file_is_refused_while_the_first_runs(scan, t
             assert first.poll() is None, first.communicate()
             assert time.monotonic() < deadline, "the first sweep never locked its folder"
             time.sleep(0.2)
-        second = subprocess.run(_command("--jobs", "1"), cwd=tmp_path, capture_output=True, text=True, timeout=120)
-        status = subprocess.run(_command("--status"), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        second = benchbuild("sweep", "sweep.toml", "--jobs", "1", cwd=tmp_path, timeout=120)
+        status = benchbuild("sweep", "sweep.toml", "--status", cwd=tmp_path, timeout=120)
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
@@ -267,7 +271,7 @@ def test_a_link_planted_in_the_sweep_folder_is_not_followed(scan, tmp_path):
     _write_sweep(tmp_path / "work", scan, steps=20, seeds=(0,))
     (tmp_path / "work/runs/safety").mkdir(parents=True)
     (tmp_path / "work/runs/safety/transformer").symlink_to(outside)
-    result = subprocess.run(_command(), cwd=tmp_path / "work", capture_output=True, text=True, timeout=600)
+    result = benchbuild("sweep", "sweep.toml", cwd=tmp_path / "work", timeout=600)
     assert result.returncode == 1
     assert "leads outside the sweep's folder runs/safety" in result.stderr and result.stderr.count("\n") == 1
     assert list(outside.iterdir()) == []
@@ -275,13 +279,13 @@ def test_a_link_planted_in_the_sweep_folder_is_not_followed(scan, tmp_path):
 
 def test_an_eval_split_the_benchmark_lacks_is_refused_before_anything_trains(scan, tmp_path):
     _write_sweep(tmp_path, scan, steps=20, seeds=(0,), split="tset")
-    result = subprocess.run(_command(), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    result = benchbuild("sweep", "sweep.toml", cwd=tmp_path, timeout=600)
     assert result.returncode == 1
     assert result.stderr.startswith(f"benchbuild: error: sweep.toml: [eval] split 'tset' is not a split of {scan} "
                                     "(its splits: train, test)")
     assert not (tmp_path / "runs").exists(), "nothing was trained, nothing written"
     _write_sweep(tmp_path, scan, steps=20, seeds=(0,), split="test")
-    corrected = subprocess.run(_command(), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    corrected = benchbuild("sweep", "sweep.toml", cwd=tmp_path, timeout=600)
     assert corrected.returncode == 0, corrected.stderr
     assert _states(tmp_path) == ["done"]
 
@@ -291,7 +295,7 @@ def test_an_eval_split_is_checked_right_after_the_build_that_makes_the_benchmark
                                          'split = ["addprim_turn_left"]\n', encoding="utf-8")
     _write_sweep(tmp_path, "out/scan/addprim_turn_left", steps=20, seeds=(0,), split="validation",
                  top='build = "build.toml"\n')
-    result = subprocess.run(_command(), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    result = benchbuild("sweep", "sweep.toml", cwd=tmp_path, timeout=600)
     assert result.returncode == 1
     assert "[eval] split 'validation' is not a split of out/scan/addprim_turn_left" in result.stderr
     assert json.loads((tmp_path / "out/scan/addprim_turn_left/build.json").read_text())["splits"].keys() == {
@@ -299,6 +303,6 @@ def test_an_eval_split_is_checked_right_after_the_build_that_makes_the_benchmark
     assert not list(tmp_path.glob("runs/safety/*/*/seed*")), "nothing was trained"
     _write_sweep(tmp_path, "out/scan/addprim_turn_left", steps=20, seeds=(0,), split="test",
                  top='build = "build.toml"\n')
-    corrected = subprocess.run(_command(), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    corrected = benchbuild("sweep", "sweep.toml", cwd=tmp_path, timeout=600)
     assert corrected.returncode == 0, corrected.stderr
     assert _states(tmp_path) == ["done"]
