@@ -68,7 +68,7 @@ def test_train_records_the_jump_rows_it_keeps_and_refuses_a_hold_out_that_hides_
     data = builds["grammar"]
     run = tmp_path / "run"
     result = benchbuild_in_process("train", "--model", "syntactic_attention", "--data", data, "--out", run,
-                                   "--max-steps", "1", "--device", "cpu")
+                                   "--max-steps", "1", "--device", "cpu", "--set", "score_train=false")
     assert result.returncode == 0, result.stderr
     record = json.loads((run / "run.json").read_text(encoding="utf-8"))
     kept, _, _ = split_validation(load_splits(data), None, seed=0, held_out=0.2, held_out_from="random")
@@ -77,14 +77,14 @@ def test_train_records_the_jump_rows_it_keeps_and_refuses_a_hold_out_that_hides_
 
     refused = tmp_path / "refused"
     result = benchbuild_in_process("train", "--model", "syntactic_attention", "--data", data, "--out", refused,
-                                   "--max-steps", "1", "--device", "cpu", "--set", "held_out_from=end")
+                                   "--max-steps", "1", "--device", "cpu", "--set", "score_train=false", "--set", "held_out_from=end")
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "take all 1,467 training rows with 'jump'" in lines[0], result.stderr
     assert "allow_hidden_words=true" in lines[0] and not refused.exists()
 
     allowed = benchbuild_in_process("train", "--model", "syntactic_attention", "--data", data, "--out", refused,
-                                    "--max-steps", "1", "--device", "cpu", "--set", "held_out_from=end",
+                                    "--max-steps", "1", "--device", "cpu", "--set", "score_train=false", "--set", "held_out_from=end",
                                     "--set", "allow_hidden_words=true")
     assert allowed.returncode == 0, allowed.stderr
     record = json.loads((refused / "run.json").read_text(encoding="utf-8"))
