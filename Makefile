@@ -5,7 +5,8 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 TORCH ?= torch==2.13.0
-PYTEST_ARGS ?=
+# The tests on both cores, each test file on one worker (the sweep tests of a file share one sweep run to its end).
+PYTEST_ARGS ?= -n 2 --dist loadfile
 BIN := $(VENV)/bin
 
 .PHONY: quickstart test test-quick setup mutation clean-venv

@@ -73,12 +73,6 @@ def one_torch_thread():
         yield
 
 
-# Fixtures that take minutes to build (a whole sweep run to its end) and that several tests read: under pytest-xdist
-# with `--dist loadgroup` (`make test`, CI) every test that uses one runs in the same worker, so it is built once
-# instead of once per worker.
-SHARED_FIXTURES = {"local_sweep": "smoke_sweep", "grid_sweep": "grid_sweep"}
-
-
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config, items):
     """A test that uses `shared_data` (itself or through a fixture such as `tiny_scan`) is marked `shared`, whether
@@ -88,9 +82,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "shared_data" in getattr(item, "fixturenames", ()) and item.get_closest_marker("shared") is None:
             item.add_marker(pytest.mark.shared)
-        groups = [SHARED_FIXTURES[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_FIXTURES]
-        if groups:
-            item.add_marker(pytest.mark.xdist_group(groups[0]))
     if not torch.cuda.is_available():
         skip_gpu = pytest.mark.skip(reason="needs CUDA; none on this machine")
         for item in items:

@@ -50,7 +50,7 @@ def _metrics(folder: Path) -> dict:
     return {key: value for key, value in metrics.items() if key not in ("run", "benchmark_path")}
 
 
-@pytest.fixture(scope="session")  # one worker builds it once (tests/conftest.py SHARED_FIXTURES)
+@pytest.fixture(scope="session")  # built once per worker; `--dist loadfile` keeps this file's tests on one
 def local_sweep(tmp_path_factory):
     """The smoke sweep run to the end with `--engine local --jobs 2`, in a folder of its own."""
     cwd = _workspace(tmp_path_factory.mktemp("local"))

@@ -32,7 +32,7 @@ def _copy_rows(prefix: str, count: int) -> list[dict[str, str]]:
     return [{"id": f"{prefix}-{index}", "source": line, "target": line} for index, line in enumerate(word_lines(count))]
 
 
-@pytest.fixture(scope="session")  # one worker builds it once (tests/conftest.py SHARED_FIXTURES)
+@pytest.fixture(scope="session")  # built once per worker; `--dist loadfile` keeps this file's tests on one
 def grid_sweep(tmp_path_factory):
     """tests/sweep_grid/sweep.toml run to the end (`--jobs 1`) in a folder of its own, beside the copy benchmark it
     trains on (ten 5-word sentences: each word's successor is fixed, the first word is read from the source)."""
