@@ -85,9 +85,22 @@ def serve(address: str) -> None:
                     code = _command(request)
                 finally:
                     os._exit(code)
-            connection.sendall(f"{pid}\n".encode())
-            _, status = os.waitpid(pid, 0)
-            connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+            _answer(connection, pid)
+
+
+def _answer(connection: socket.socket, pid: int) -> tuple[int, int]:
+    """Send the child's pid, wait for it, send its exit status; a client that gave up (its timeout killed the child
+    and closed the connection) gets nothing, and the server goes on serving."""
+    try:
+        connection.sendall(f"{pid}\n".encode())
+    except OSError:
+        pass
+    ended = os.waitpid(pid, 0)
+    try:
+        connection.sendall(f"{os.waitstatus_to_exitcode(ended[1])}\n".encode())
+    except OSError:
+        pass
+    return ended
 
 
 if __name__ == "__main__":
