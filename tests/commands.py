@@ -19,7 +19,7 @@ from pathlib import Path
 BENCHBUILD = str(Path(sys.executable).parent / "benchbuild")
 
 
-def benchbuild(*arguments: str | Path, cwd: Path | None = None,
+def benchbuild(*arguments: str | Path, cwd: Path | None = None, environment: dict[str, str] | None = None,
                timeout: float | None = None) -> subprocess.CompletedProcess:
     """`benchbuild ARGUMENTS…` run to its end in a process of its own, with no terminal input; its exit status and
     output (as text) as `subprocess.run` gives them.
@@ -28,27 +28,76 @@ def benchbuild(*arguments: str | Path, cwd: Path | None = None,
     load (torch, transformers, datasets) once for the test process, instead of paying those ~3-5 s per command. It is
     still a process of its own (pid, working directory, environment, file descriptors, exit status, `sys.argv` as the
     console script sets it) running the console entry point `benchbuild.cli.main` and the interpreter's exit (atexit
-    functions, flushed output). Tests of signals, locks, imports and the installed script start the script itself."""
-    import socket
+    functions, flushed output). Tests of imports and of the installed script itself start the script."""
     import tempfile
 
-    argv = [BENCHBUILD, *map(str, arguments)]
     with tempfile.TemporaryDirectory(prefix="benchbuild-command-") as folder:
         stdout, stderr = Path(folder, "stdout"), Path(folder, "stderr")
-        request = {"argv": argv, "cwd": str(cwd or os.getcwd()), "environment": dict(os.environ),
-                   "stdout": str(stdout), "stderr": str(stderr)}
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.connect(_fork_server())
-            connection.sendall((json.dumps(request) + "\n").encode())
-            answers = connection.makefile("r", encoding="utf-8")
-            pid = int(answers.readline())
-            connection.settimeout(timeout)
-            try:
-                code = int(answers.readline())
-            except TimeoutError:
-                os.kill(pid, signal.SIGKILL)
-                raise subprocess.TimeoutExpired(argv, timeout, _text(stdout), _text(stderr)) from None
-        return subprocess.CompletedProcess(argv, code, _text(stdout), _text(stderr))
+        process = started(*arguments, cwd=cwd, environment=environment, stdout=stdout, stderr=stderr, session=False)
+        try:
+            code = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise subprocess.TimeoutExpired(process.args, timeout, _text(stdout), _text(stderr)) from None
+        return subprocess.CompletedProcess(process.args, code, _text(stdout), _text(stderr))
+
+
+class Started:
+    """A `benchbuild` command started by `started`, running in its own process: the part of `subprocess.Popen` the
+    tests use (pid, args, poll, wait, communicate, kill, returncode). Its parent is the fork server, which sends the
+    exit status once the process has ended, so waiting for it is waiting for that event."""
+
+    def __init__(self, args: list[str], connection, stdout: Path | None, stderr: Path | None):
+        self.args, self._connection, self._stdout, self._stderr = args, connection, stdout, stderr
+        self._answers = connection.makefile("r", encoding="utf-8")
+        self.pid = int(self._answers.readline())
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            import select
+
+            if not select.select([self._connection], [], [], timeout)[0]:  # the status line, sent in one piece
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self.returncode = int(self._answers.readline())
+            self._answers.close()
+            self._connection.close()
+        return self.returncode
+
+    def poll(self) -> int | None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return self.wait(0)
+        return None
+
+    def communicate(self) -> tuple[str, str]:
+        """Wait for the end; what the process wrote to its stdout and stderr files, as text."""
+        self.wait()
+        return tuple(_text(path) if path else "" for path in (self._stdout, self._stderr))
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def started(*arguments: str | Path, cwd: Path | None = None, environment: dict[str, str] | None = None,
+            stdout: Path | None = None, stderr: Path | None = None, session: bool = True) -> Started:
+    """`benchbuild ARGUMENTS…` started and left running (forked from the fork server, as `benchbuild` does it), with
+    no terminal input, its output into the files `stdout` and `stderr` (or nowhere), in a process group of its own
+    unless `session` is false (as `subprocess.Popen(start_new_session=True)`: a terminal's foreground job, which a
+    test can signal as Ctrl-C signals one)."""
+    import socket
+
+    argv = [BENCHBUILD, *map(str, arguments)]
+    request = {"argv": argv, "cwd": str(cwd or os.getcwd()), "environment": dict(environment or os.environ),
+               "stdout": str(stdout or os.devnull), "stderr": str(stderr or os.devnull), "session": session}
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(_fork_server())
+        connection.sendall((json.dumps(request) + "\n").encode())
+        return Started(argv, connection, stdout, stderr)
+    except BaseException:
+        connection.close()
+        raise
 
 
 _server: list[tuple[subprocess.Popen, str]] = []

@@ -5,14 +5,16 @@ working directory and environment, and exits with its status. The server is sing
 thread when it forks), so its children are as safe to run as a fresh interpreter.
 
 Protocol, one connection per command on the Unix socket named by argv[1]: the client sends one JSON line (argv, cwd,
-environment, stdout and stderr file paths); the server answers the child's pid, then its exit status (negative: the
-signal that ended it), one line each. The server ends when its stdin (a pipe from the client) closes."""
+environment, stdout and stderr file paths, and `session`: true for a process group of its own); the server answers
+the child's pid, then its exit status (negative: the signal that ended it), one line each. Commands run side by side.
+The server ends when its stdin (a pipe from the client) closes."""
 
 from __future__ import annotations
 
 import json
 import os
 import selectors
+import signal
 import socket
 import sys
 
@@ -28,6 +30,12 @@ def _command(request: dict) -> int:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["environment"])
+    # What a fresh process decides from its environment when the CLI is imported: the two consoles' terminal and
+    # interactive settings (rich reads TTY_COMPATIBLE, TTY_INTERACTIVE, NO_COLOR... as it builds a Console).
+    import benchbuild.commands as commands
+
+    commands.console.__init__(stderr=True)
+    commands.out.__init__()
     for descriptor, path, flags in ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], os.O_WRONLY | os.O_CREAT),
                                     (2, request["stderr"], os.O_WRONLY | os.O_CREAT)):
         opened = os.open(path, flags, 0o600)
@@ -62,45 +70,68 @@ def serve(address: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen()
+    # A child's end wakes the loop: SIGCHLD writes a byte to this pipe (the handler itself does nothing), so commands
+    # run side by side (a test may start one and, while it runs, run another) and each status goes out as it ends.
+    woken, wake = os.pipe()
+    os.set_blocking(wake, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake)
     print("ready", flush=True)
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     selector.register(sys.stdin, selectors.EVENT_READ)
+    selector.register(woken, selectors.EVENT_READ)
+    running: dict[int, socket.socket] = {}
     while True:
         events = [key.fileobj for key, _ in selector.select()]
         if sys.stdin in events and not sys.stdin.readline():
             return  # the client is gone
+        if woken in events:
+            os.read(woken, 4096)
+            _reap(running)
         if listener not in events:
             continue
         connection, _ = listener.accept()
-        with connection:
-            request = json.loads(connection.makefile("r", encoding="utf-8").readline())
-            pid = os.fork()
-            if pid == 0:
-                code = 1
-                try:
-                    selector.close()
-                    listener.close()
-                    connection.close()
-                    code = _command(request)
-                finally:
-                    os._exit(code)
-            _answer(connection, pid)
+        request = json.loads(connection.makefile("r", encoding="utf-8").readline())
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                for descriptor in (woken, wake):
+                    os.close(descriptor)
+                selector.close()
+                listener.close()
+                connection.close()
+                for other in running.values():
+                    other.close()
+                if request.get("session"):
+                    os.setsid()  # as Popen(start_new_session=True): a process group of its own, to be signalled
+                code = _command(request)
+            finally:
+                os._exit(code)
+        running[pid] = connection
+        _send(connection, f"{pid}\n")
+        _reap(running)  # it may have ended before its entry was made
 
 
-def _answer(connection: socket.socket, pid: int) -> tuple[int, int]:
-    """Send the child's pid, wait for it, send its exit status; a client that gave up (its timeout killed the child
-    and closed the connection) gets nothing, and the server goes on serving."""
+def _reap(running: dict[int, socket.socket]) -> None:
+    """Send the exit status of every child that has ended (negative: the signal that ended it) and close its
+    connection; a client that gave up (its timeout killed the child and closed the connection) gets nothing."""
+    for pid in list(running):
+        ended, status = os.waitpid(pid, os.WNOHANG)
+        if ended:
+            connection = running.pop(pid)
+            _send(connection, f"{os.waitstatus_to_exitcode(status)}\n")
+            connection.close()
+
+
+def _send(connection: socket.socket, line: str) -> None:
     try:
-        connection.sendall(f"{pid}\n".encode())
+        connection.sendall(line.encode())
     except OSError:
         pass
-    ended = os.waitpid(pid, 0)
-    try:
-        connection.sendall(f"{os.waitstatus_to_exitcode(ended[1])}\n".encode())
-    except OSError:
-        pass
-    return ended
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ def test_train_refuses_an_hf_folder_with_custom_code_in_one_line_without_asking(
     entry = _entry(tmp_path / "custom.toml", 'path = "model"')
     done = subprocess.run([*BENCHBUILD, "train", "--model", str(entry), "--data", str(_benchmark(tmp_path / "data")),
                            "--out", str(tmp_path / "run"), "--device", "cpu", "--max-steps", "1"],
-                          input=answer, capture_output=True, text=True, timeout=300)
+                          input=answer, capture_output=True, text=True)
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("benchbuild: error: "), done.stderr
     assert f"{folder / 'config.json'} declares custom model code" in done.stderr

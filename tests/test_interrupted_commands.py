@@ -1,4 +1,5 @@
-"""Commands stopped by a real signal, as `python -m benchbuild` processes: Ctrl-C (SIGINT to the process group, as a
+"""Commands stopped by a real signal, each a process of its own (forked from the tests' fork server, tests/commands.py
+`started`; one test starts `python -m benchbuild` itself): Ctrl-C (SIGINT to the process group, as a
 terminal sends it) of `train`, `eval` and `build-scan` exits 130 and leaves nothing that looks complete; `train`
 SIGKILLed at a random step resumes to the bytes of an uninterrupted run; `eval` SIGKILLed while it decodes leaves no
 `metrics.json`, and the same command then finishes. Inputs are tiny and need no `../shared`: SCAN rows from the
@@ -14,12 +15,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from commands import benchbuild_in_process, log_without_times, sha256
+from commands import Started, benchbuild, benchbuild_in_process, log_without_times, sha256, started
 from small_inputs import scan_grammar_rows, tiny_transformer_entry, write_benchmark
+from waiting import until
 
 from benchbuild.device import cpu_threads
 from benchbuild.locks import held
@@ -67,20 +68,22 @@ def eval_command(run_dir: Path, data: Path, out: Path) -> list[str]:
             "--batch-size", "1"]
 
 
-def start(command: list[str], stderr: Path) -> subprocess.Popen:
+def start(command: list[str], stderr: Path, cwd: Path | None = None) -> Started:
     """`command` in a process group of its own (a terminal's foreground job), its stderr into the file `stderr`."""
-    with stderr.open("w") as log:  # the child keeps its own handle
-        return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=ENVIRONMENT,
-                                start_new_session=True)
+    assert command[:len(BENCHBUILD)] == BENCHBUILD
+    stderr.write_text("", encoding="utf-8")
+    return started(*command[len(BENCHBUILD):], cwd=cwd, environment=ENVIRONMENT, stderr=stderr)
 
 
-def wait_for(process: subprocess.Popen, ready, what: str, within: float = 120.0) -> None:
-    """Poll until `ready()`; fail if the process ends first or `within` seconds pass."""
-    deadline = time.monotonic() + within
-    while not ready():
-        assert process.poll() is None, f"the command ended (exit {process.returncode}) before {what}"
-        assert time.monotonic() < deadline, f"no sign of {what} within {within:.0f} s"
-        time.sleep(0.005)
+def run(command: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`command` run to its end, its output captured."""
+    assert command[:len(BENCHBUILD)] == BENCHBUILD
+    return benchbuild(*command[len(BENCHBUILD):], cwd=cwd, environment=ENVIRONMENT)
+
+
+def wait_for(process: Started | subprocess.Popen, ready, what: str) -> None:
+    """Return once `ready()`; fail if the process ends first (tests/waiting.py: no deadline)."""
+    until(ready, process, what)
 
 
 def _recorded_status(run_dir: Path) -> str | None:
@@ -91,16 +94,17 @@ def _recorded_status(run_dir: Path) -> str | None:
         return None
 
 
-def stop(process: subprocess.Popen, sent: int) -> int:
-    """Send `sent` to the process group; its exit code (SIGKILLed: -9), killed outright if it lingers 60 s."""
+def stop(process: Started | subprocess.Popen, sent: int) -> int:
+    """Send `sent` to the process group; its exit code (SIGKILLed: -9) once it has ended. Killed outright if the
+    test ends first (the suite's per-test limit), so nothing is left running."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, sent)
     try:
-        return process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        pytest.fail(f"the command still ran 60 s after signal {sent}")
+        return process.wait()
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def logged_steps(run_dir: Path) -> int:
@@ -145,8 +149,7 @@ def test_train_sigkilled_at_a_random_step_resumes_to_the_bytes_of_an_uninterrupt
     if code:
         assert json.loads((run_dir / "run.json").read_text())["status"] != "complete", where
 
-    rerun = subprocess.run(train_command(inputs, run_dir), capture_output=True, text=True, env=ENVIRONMENT,
-                           check=False)
+    rerun = run(train_command(inputs, run_dir))
     assert rerun.returncode == 0, f"{where}; the rerun says: {rerun.stderr}"
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete", where
     final = Path("checkpoints", f"step-{STEPS:08d}", "model.safetensors")
@@ -207,8 +210,7 @@ def test_eval_sigkilled_before_its_metrics_land_leaves_none_and_the_same_command
     assert stop(process, signal.SIGKILL) == -signal.SIGKILL
     assert not (out / "metrics.json").exists()
 
-    rerun = subprocess.run(eval_command(evaluable, data, out), capture_output=True, text=True, env=ENVIRONMENT,
-                           check=False)
+    rerun = run(eval_command(evaluable, data, out))
     assert rerun.returncode == 0, rerun.stderr
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["rows"] == 100 and metrics["split"] == "test"
@@ -237,7 +239,7 @@ def test_ctrl_c_stops_build_scan_with_130_and_every_folder_it_shows_is_complete(
     # Each folder it shows is what the same command writes uninterrupted (build.json records the command line).
     (tmp_path / "reference").mkdir()
     reference = subprocess.run(command, cwd=tmp_path / "reference", capture_output=True, text=True,
-                               env=ENVIRONMENT, check=False)
+                               env=ENVIRONMENT, check=False)  # as the interrupted one: `python -m benchbuild`
     assert reference.returncode == 0, reference.stderr
     for name in shown:
         assert snapshot(out / name) == snapshot(tmp_path / "reference" / "scan" / name), name
@@ -283,7 +285,7 @@ max_steps = {EVAL_EVERY}
     assert json.loads((tmp_path / "first" / "run.json").read_text())["status"] in ("starting", "running")
     stopped_at = checkpoints(tmp_path / "first")[-1]
 
-    rerun = subprocess.run(command, capture_output=True, text=True, env=ENVIRONMENT, check=False)
+    rerun = run(command)
     assert rerun.returncode == 0, rerun.stderr
     first = json.loads((tmp_path / "first" / "run.json").read_text())
     assert first["status"] == "complete" and first["steps_done"] >= stopped_at
@@ -350,7 +352,7 @@ def test_a_ctrl_c_that_python_swallows_in_a_finaliser_still_stops_the_command_wi
     """Seen in CI: Ctrl-C landed in a file's finaliser while build-scan saved a split; Python printed the
     KeyboardInterrupt and went on, and the command then failed on the closed file with exit 1. The stop is what
     happened: exit 130 and the interrupted line, whatever failed after it."""
-    done = subprocess.run([sys.executable, "-c", SWALLOWED], capture_output=True, text=True, timeout=120,
+    done = subprocess.run([sys.executable, "-c", SWALLOWED], capture_output=True, text=True,
                           env=ENVIRONMENT)
     assert done.returncode == 130, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "benchbuild: interrupted (the same command again starts it over)"

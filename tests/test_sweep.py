@@ -8,18 +8,17 @@ import os
 import re
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from benchbuild.cli import app
-from commands import benchbuild
+from commands import benchbuild, started
 from benchbuild.errors import BenchbuildError
 from benchbuild.sweep.spec import CONFIG_FILE, load_sweep
 from benchbuild.sweep.state import run_state
+from waiting import until
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "pipelines" / "sweep_smoke.toml"
@@ -105,21 +104,19 @@ def test_a_killed_sweep_finishes_only_what_was_left(local_sweep):
         first, second = load_sweep("killed.toml").runs
     finally:
         os.chdir(ROOT)
-    command = [sys.executable, "-m", "benchbuild", "sweep", "killed.toml", "--jobs", "1"]
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               start_new_session=True)
+    command = ("sweep", "killed.toml", "--jobs", "1")
+    process = started(*command, cwd=cwd, stderr=cwd / "killed.err")
     try:
-        while process.poll() is None and not (cwd / second.folder / CONFIG_FILE).is_file():
-            time.sleep(0.01)
+        until(lambda: (cwd / second.folder / CONFIG_FILE).is_file(), process, "the second run's configuration")
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-    assert process.returncode == -signal.SIGKILL, process.stderr.read().decode()
+    assert process.returncode == -signal.SIGKILL, process.communicate()[1]
     assert run_state(_absolute(first, cwd)).state == "done"
     done = [spec for spec in (first, second) if run_state(_absolute(spec, cwd)).state == "done"]
     files = {(spec.folder, name): (cwd / spec.folder / name).stat().st_mtime_ns for spec in done
              for name in ("model.safetensors", "metrics.json", "run.json", "predictions.jsonl")}
-    rerun = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    rerun = benchbuild(*command, cwd=cwd)
     assert rerun.returncode == 0, rerun.stderr
     said = " ".join(rerun.stderr.split())  # rich wraps long lines
     for spec in (first, second):
@@ -184,8 +181,7 @@ def test_dry_run_prints_the_grid_and_a_measured_estimate(tmp_path):
                      "[set]\narchitecture = { d_model = 16, d_ff = 32, num_heads = 2, encoder_layers = 1, "
                      "decoder_layers = 1 }\n"
                      f"[[benchmarks]]\ndata = '{tmp_path / 'scan/addprim_turn_left'}'\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "benchbuild", "sweep", str(sweep), "--dry-run", "--jobs", "2"],
-                            cwd=tmp_path, capture_output=True, text=True)
+    result = benchbuild("sweep", sweep, "--dry-run", "--jobs", "2", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "2 pending" in result.stdout and "scan/addprim_turn_left" in result.stdout
     assert "ms per step measured (mean of 4 steps after a warm-up step), 100 steps left" in result.stdout

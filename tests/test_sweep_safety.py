@@ -8,9 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,8 +21,9 @@ from benchbuild.locks import held
 from benchbuild.sweep.spec import load_sweep
 from benchbuild.sweep.state import run_state
 from benchbuild.zoo.catalogue import CATALOGUE
-from commands import benchbuild
+from commands import Started, benchbuild, started
 from small_inputs import scan_file_rows, write_benchmark
+from waiting import gone, until
 
 # A Transformer small enough that a step takes milliseconds on one CPU core, validated (and checkpointed) every 50
 # steps on 1% of train: a run of 240 steps lasts a few seconds, long enough to be stopped in the middle (the tests
@@ -63,14 +61,9 @@ def _write_sweep(folder: Path, data: Path | str, *, steps: int = 240, seeds: tup
     return path
 
 
-def _command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "benchbuild", "sweep", "sweep.toml", *args]
-
-
-def _start(cwd: Path, *args: str) -> subprocess.Popen:
-    """The sweep in a process group of its own, as a terminal's foreground job."""
-    return subprocess.Popen(_command(*args), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+def _start(cwd: Path, *args: str) -> Started:
+    """The sweep in a process group of its own, as a terminal's foreground job (its output in cwd/sweep.out, .err)."""
+    return started("sweep", "sweep.toml", *args, cwd=cwd, stdout=cwd / "sweep.out", stderr=cwd / "sweep.err")
 
 
 def _states(cwd: Path) -> list[str]:
@@ -78,25 +71,12 @@ def _states(cwd: Path) -> list[str]:
             for spec in load_sweep(cwd / "sweep.toml").runs]
 
 
-def _training(process: subprocess.Popen, cwd: Path) -> list[psutil.Process]:
+def _training(process: Started, cwd: Path) -> list[psutil.Process]:
     """Once a run has written its first checkpoint: every process the sweep started (its workers)."""
-    deadline = time.monotonic() + 600
-    while not list(cwd.glob("runs/safety/*/*/seed*/checkpoints/step-*")):
-        assert process.poll() is None, f"the sweep ended before training: {process.communicate()}"
-        assert time.monotonic() < deadline, "no checkpoint within 10 minutes"
-        time.sleep(0.2)
+    until(lambda: list(cwd.glob("runs/safety/*/*/seed*/checkpoints/step-*")), process, "a run's first checkpoint")
     children = psutil.Process(process.pid).children(recursive=True)
     assert children, "the runs train in worker processes"
     return children
-
-
-def _all_gone(processes: list[psutil.Process], within: float = 60.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not any(_alive(process) for process in processes):
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def _alive(process: psutil.Process) -> bool:
@@ -106,16 +86,14 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
-def _stop(process: subprocess.Popen, children: list[psutil.Process], send) -> tuple[int, str]:
-    """Send a signal with `send(pid)`; the exit code and stderr, once the sweep and every worker are gone (at most
-    60 s). Whatever is left is killed, so a failing test leaves nothing training."""
+def _stop(process: Started, children: list[psutil.Process], send) -> tuple[int, str]:
+    """Send a signal with `send(pid)`; the exit code and stderr, once the sweep and every worker are gone. Whatever
+    is left when the test ends (it failed, or the suite's per-test limit stopped it) is killed, so nothing goes on
+    training."""
     try:
         send(process.pid)
-        try:
-            _, stderr = process.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            pytest.fail("the sweep did not end within 60 s of the signal")
-        assert _all_gone(children), "a worker still runs 60 s after the sweep was stopped"
+        _, stderr = process.communicate()
+        gone(children)
         return process.returncode, stderr
     finally:
         for child in children:
@@ -141,7 +119,7 @@ def test_sigint_stops_every_local_worker_and_a_rerun_finishes_the_sweep(scan, tm
     assert _quiet(stderr), stderr
     states = _states(tmp_path)
     assert "done" not in states and "partial" in states, f"stopped in the middle, not trained to the end: {states}"
-    rerun = benchbuild("sweep", "sweep.toml", "--jobs", "2", cwd=tmp_path, timeout=600)
+    rerun = benchbuild("sweep", "sweep.toml", "--jobs", "2", cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
     assert _states(tmp_path) == ["done"] * 3
 
@@ -183,7 +161,7 @@ def test_sigint_closes_the_embedded_dask_cluster_and_a_rerun_finishes_the_sweep(
     assert code == 130, stderr
     assert _quiet(stderr), stderr
     assert "done" not in _states(tmp_path)
-    rerun = benchbuild("sweep", "sweep.toml", "--engine", "dask", "--workers", "2", cwd=tmp_path, timeout=600)
+    rerun = benchbuild("sweep", "sweep.toml", "--engine", "dask", "--workers", "2", cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
     assert _states(tmp_path) == ["done"] * 2
 
@@ -193,13 +171,9 @@ def test_a_second_sweep_of_the_same_file_is_refused_while_the_first_runs(scan, t
     _write_sweep(tmp_path, scan, steps=100_000, seeds=(0,))
     first = _start(tmp_path, "--jobs", "1")
     try:
-        deadline = time.monotonic() + 120
-        while not held(tmp_path / "runs" / "safety"):
-            assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline, "the first sweep never locked its folder"
-            time.sleep(0.2)
-        second = benchbuild("sweep", "sweep.toml", "--jobs", "1", cwd=tmp_path, timeout=120)
-        status = benchbuild("sweep", "sweep.toml", "--status", cwd=tmp_path, timeout=120)
+        until(lambda: held(tmp_path / "runs" / "safety"), first, "the first sweep locked its folder")
+        second = benchbuild("sweep", "sweep.toml", "--jobs", "1", cwd=tmp_path)
+        status = benchbuild("sweep", "sweep.toml", "--status", cwd=tmp_path)
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
@@ -273,7 +247,7 @@ def test_a_link_planted_in_the_sweep_folder_is_not_followed(scan, tmp_path):
     _write_sweep(tmp_path / "work", scan, steps=20, seeds=(0,))
     (tmp_path / "work/runs/safety").mkdir(parents=True)
     (tmp_path / "work/runs/safety/transformer").symlink_to(outside)
-    result = benchbuild("sweep", "sweep.toml", cwd=tmp_path / "work", timeout=600)
+    result = benchbuild("sweep", "sweep.toml", cwd=tmp_path / "work")
     assert result.returncode == 1
     assert "leads outside the sweep's folder runs/safety" in result.stderr and result.stderr.count("\n") == 1
     assert list(outside.iterdir()) == []
@@ -281,13 +255,13 @@ def test_a_link_planted_in_the_sweep_folder_is_not_followed(scan, tmp_path):
 
 def test_an_eval_split_the_benchmark_lacks_is_refused_before_anything_trains(scan, tmp_path):
     _write_sweep(tmp_path, scan, steps=20, seeds=(0,), split="tset")
-    result = benchbuild("sweep", "sweep.toml", cwd=tmp_path, timeout=600)
+    result = benchbuild("sweep", "sweep.toml", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.startswith(f"benchbuild: error: sweep.toml: [eval] split 'tset' is not a split of {scan} "
                                     "(its splits: train, test)")
     assert not (tmp_path / "runs").exists(), "nothing was trained, nothing written"
     _write_sweep(tmp_path, scan, steps=20, seeds=(0,), split="test")
-    corrected = benchbuild("sweep", "sweep.toml", cwd=tmp_path, timeout=600)
+    corrected = benchbuild("sweep", "sweep.toml", cwd=tmp_path)
     assert corrected.returncode == 0, corrected.stderr
     assert _states(tmp_path) == ["done"]
 
@@ -297,7 +271,7 @@ def test_an_eval_split_is_checked_right_after_the_build_that_makes_the_benchmark
                                          'split = ["addprim_turn_left"]\n', encoding="utf-8")
     _write_sweep(tmp_path, "out/scan/addprim_turn_left", steps=20, seeds=(0,), split="validation",
                  top='build = "build.toml"\n')
-    result = benchbuild("sweep", "sweep.toml", cwd=tmp_path, timeout=600)
+    result = benchbuild("sweep", "sweep.toml", cwd=tmp_path)
     assert result.returncode == 1
     assert "[eval] split 'validation' is not a split of out/scan/addprim_turn_left" in result.stderr
     assert json.loads((tmp_path / "out/scan/addprim_turn_left/build.json").read_text())["splits"].keys() == {
@@ -305,6 +279,6 @@ def test_an_eval_split_is_checked_right_after_the_build_that_makes_the_benchmark
     assert not list(tmp_path.glob("runs/safety/*/*/seed*")), "nothing was trained"
     _write_sweep(tmp_path, "out/scan/addprim_turn_left", steps=20, seeds=(0,), split="test",
                  top='build = "build.toml"\n')
-    corrected = benchbuild("sweep", "sweep.toml", cwd=tmp_path, timeout=600)
+    corrected = benchbuild("sweep", "sweep.toml", cwd=tmp_path)
     assert corrected.returncode == 0, corrected.stderr
     assert _states(tmp_path) == ["done"]

@@ -168,7 +168,7 @@ def test_a_cluster_of_separate_scheduler_and_worker_processes_builds_the_same_by
                                         "1", "--no-dashboard", "--name", f"node-{index}"],
                                        cwd=elsewhere, stdout=log, stderr=subprocess.STDOUT) for index in range(2)]
         with Client(address, timeout="60s") as client:
-            client.wait_for_workers(2, timeout=120)
+            client.wait_for_workers(2)
         assert run(tmp_path / "run", *react_arguments, "--engine", "dask", "--scheduler", address) == 0
         assert folder_bytes(tmp_path / "run" / "react") == local_react[1]
     finally:

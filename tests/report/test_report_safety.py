@@ -7,11 +7,11 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from commands import BENCHBUILD, file_hashes
+from commands import BENCHBUILD, benchbuild, file_hashes, started
+from waiting import until
 
 pytestmark = pytest.mark.shared
 
@@ -23,25 +23,19 @@ def _report(*arguments) -> list[str]:
 def test_a_killed_report_leaves_the_old_page_and_its_figures_whole(trained_runs, tmp_path):
     prefix = tmp_path / "report"
     runs = [*trained_runs.transformer_scan, trained_runs.transformer_react]
-    first = subprocess.run(_report(*runs, "--out", prefix, "--data", trained_runs.scan), capture_output=True,
-                           text=True)
+    first = benchbuild("report", *runs, "--out", prefix, "--data", trained_runs.scan)
     assert first.returncode == 0, first.stderr
     old = file_hashes(*tmp_path.glob("report.*"), *(tmp_path / "report_files").iterdir())
     assert any(name.endswith(".png") for name in old) and any(name.endswith(".html") for name in old)
-    killed = subprocess.Popen(_report(*runs, "--out", prefix, "--data", trained_runs.scan),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(3000):  # until it works beside the report, drawing the new figures
-            if list(tmp_path.glob(".report.work-*/figures/*.png")) or killed.poll() is not None:
-                break
-            time.sleep(0.01)
+    killed = started("report", *runs, "--out", prefix, "--data", trained_runs.scan, session=False)
+    try:  # until it works beside the report, drawing the new figures
+        until(lambda: list(tmp_path.glob(".report.work-*/figures/*.png")), killed, "its first new figure")
     finally:
-        killed.send_signal(signal.SIGKILL)
+        killed.kill()
         killed.wait()
     assert killed.returncode == -signal.SIGKILL, "the report ended before it could be killed"
     assert file_hashes(*tmp_path.glob("report.*"), *(tmp_path / "report_files").iterdir()) == old
-    rerun = subprocess.run(_report(*runs, "--out", prefix, "--data", trained_runs.scan), capture_output=True,
-                           text=True)
+    rerun = benchbuild("report", *runs, "--out", prefix, "--data", trained_runs.scan)
     assert rerun.returncode == 0, rerun.stderr  # the killed one's work folder blocks nothing
     assert not list(tmp_path.glob(".report.*"))
 

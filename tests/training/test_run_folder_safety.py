@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from commands import BENCHBUILD, file_hashes, refused
+from commands import file_hashes, refused, started
 from commands import benchbuild_in_process as benchbuild
+from waiting import until
 
 from benchbuild.training.loop import train
 
@@ -110,20 +108,15 @@ def test_eval_writes_no_prediction_through_a_planted_link(run_copy, tiny_scan, t
 
 def test_a_second_train_on_a_busy_run_folder_is_refused_and_the_kill_frees_it(tiny_scan, tiny_model, tmp_path):
     out = tmp_path / "run"
-    first = subprocess.Popen([BENCHBUILD, "train", "--model", str(tiny_model), "--data", str(tiny_scan), "--out",
-                              str(out), "--device", "cpu", "--max-steps", "100000"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+    first = started("train", "--model", tiny_model, "--data", tiny_scan, "--out", out, "--device", "cpu",
+                    "--max-steps", "100000", session=False)
     try:
-        for _ in range(600):
-            if (out / "train_log.jsonl").is_file():
-                break
-            time.sleep(0.1)
-        assert (out / "train_log.jsonl").is_file(), "the first run never started training"
+        until((out / "train_log.jsonl").is_file, first, "the first run started training")
         second = _train(tiny_model, tiny_scan, out, "--max-steps", "100000")
         refused(second, "is in use by benchbuild process", str(first.pid))
         assert first.poll() is None  # the first goes on
     finally:
-        first.send_signal(signal.SIGKILL)
+        first.kill()
         first.wait()
     log = (out / "train_log.jsonl").read_text()
     records = [json.loads(line) for line in log.splitlines() if line.strip().endswith("}")]

@@ -230,28 +230,26 @@ def test_a_stack_size_that_is_not_a_number_of_runs_is_refused_in_one_line(value)
 def test_a_stacked_sweep_killed_mid_training_resumes_to_what_an_unstopped_stack_gives(tiny_scan, tmp_path):
     import os
     import signal
-    import subprocess
-    import time
 
-    from commands import BENCHBUILD
+    from commands import benchbuild, started
+    from waiting import until
 
     model = _entry(tmp_path, 0.1, "tiny")
     (tmp_path / "sweep.toml").write_text(SWEEP.format(data=tiny_scan).replace("steps = 20", "steps = 80"),
                                          encoding="utf-8")
-    command = [BENCHBUILD, "sweep", "sweep.toml", "--stack", "3", "--device", "cpu"]
+    command = ("sweep", "sweep.toml", "--stack", "3", "--device", "cpu")
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
-    sweep = subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, start_new_session=True)
+    sweep = started(*command, cwd=tmp_path, environment=environment)
     first_checkpoint = tmp_path / "runs/stacked/tiny/simple/seed2/checkpoints/step-00000010/trainer_state.pt"
-    while not first_checkpoint.exists() and sweep.poll() is None:
-        time.sleep(0.05)  # waiting for the event (a file the stack writes), not for a deadline
-    os.killpg(sweep.pid, signal.SIGKILL)
-    sweep.wait()
+    try:
+        until(first_checkpoint.exists, sweep, "the stack's first checkpoint")
+    finally:
+        os.killpg(sweep.pid, signal.SIGKILL)
+        sweep.wait()
     killed_at = [json.loads((tmp_path / f"runs/stacked/tiny/simple/seed{seed}/run.json").read_text())
                  for seed in SEEDS]
     assert all(record["status"] != "complete" for record in killed_at), "the kill came too late to test anything"
-    done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
+    done = benchbuild(*command, cwd=tmp_path, environment=environment)
     assert done.returncode == 0, done.stderr
     train_stack(model, tiny_scan,
                 [(tmp_path / f"whole{seed}", RunOptions(seed=seed, device="cpu", max_steps=80)) for seed in SEEDS],
