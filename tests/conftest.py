@@ -26,6 +26,15 @@ if os.environ.get("BENCHBUILD_MUTATION") == "1":
     settings.load_profile("mutation")
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` deals units, slowest first (tests/scheduling.py); any other mode is pytest-xdist's own."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from scheduling import make_scheduler
+
+    return make_scheduler(config, log)
+
+
 def shared_root() -> Path:
     """`$BENCHBUILD_SHARED` if set, else `../shared` beside the checkout."""
     return Path(os.environ.get("BENCHBUILD_SHARED", ROOT.parent / "shared"))
@@ -76,8 +85,12 @@ def one_torch_thread():
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config, items):
     """A test that uses `shared_data` (itself or through a fixture such as `tiny_scan`) is marked `shared`, whether
-    or not its file says so; without CUDA, `gpu` tests are skipped."""
+    or not its file says so; without CUDA, `gpu` tests are skipped. The slowest units come first (tests/scheduling.py;
+    within a unit the collection's own order), so that pytest-xdist deals them first."""
     import torch
+    from scheduling import rank
+
+    items.sort(key=lambda item: rank(item.nodeid))  # a stable sort: the rest keeps its order
 
     for item in items:
         if "shared_data" in getattr(item, "fixturenames", ()) and item.get_closest_marker("shared") is None:

@@ -36,7 +36,7 @@ def _arguments(corpus, out: Path, cache: Path, sample: int) -> list[str]:
                  "--valid-tgt", str(corpus["valid"][1])]
     for source, target in corpus["pool"]:
         arguments += ["--pool-src", str(source), "--pool-tgt", str(target)]
-    return arguments + ["--lowercase", "--pool-size", "40", "--ensemble-size", "3", "--max-steps", "150", *TINY,
+    return arguments + ["--lowercase", "--pool-size", "40", "--ensemble-size", "3", "--max-steps", "40", *TINY,
                         "--beam", "2", "--batch-size", "20", "--drop-top", "5", "--band", "20", "--sample", str(sample),
                         "--cache-dir", str(cache), "--device", "cpu", "--seed", "0"]
 
