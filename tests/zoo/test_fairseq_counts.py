@@ -106,3 +106,23 @@ def test_dangles_layer_stacks_have_the_forks_exact_parameter_counts(name):
         encoder_layer(d, f) + (2 * (2 * m - 1) + 2) * adaptive_head)
     assert sizes["source_stack"] == architecture["source_layers"] * (encoder_layer(d, f) + (2 * m - 1) * head)
     assert sizes["decoder_stack"] == architecture["decoder_layers"] * (decoder_layer(d, f) + (2 * m - 1) * head)
+
+
+def padded(types: int) -> int:
+    """A fairseq dictionary's size: its 4 specials (<s>, <pad>, </s>, <unk>) and the counted types, padded to a
+    multiple of 8 (fairseq-preprocess's --padding-factor 8)."""
+    return -(-(types + 4) // 8) * 8
+
+
+@pytest.mark.parametrize("name, millions", [("transformer", 35), ("fusion", 48)])
+def test_004s_cognition_models_have_its_table_1_parameter_counts(name, millions):
+    """004 Table 1 gives the Transformer 35M and FUSION 48M parameters on CoGnition, whose dictionaries have 2,008
+    English and 5,504 Chinese types (yafuly/CoGnition data/processed/bin/preprocess.log); the decoder's table is the
+    output layer (--share-decoder-input-output-embed)."""
+    entry = load_entry(name)
+    architecture = resolved_architecture(entry, "mt")
+    with torch.device("meta"):
+        model = build_model(dataclasses.replace(entry, architecture=architecture), vocab_size=padded(5504),
+                            pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                            overrides={"source_vocab_size": padded(2008)})
+    assert round(sum(parameter.numel() for parameter in model.parameters()) / 1e6) == millions
