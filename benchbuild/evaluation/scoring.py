@@ -35,20 +35,17 @@ def score_rows(rows: Sequence[Mapping[str, Any]], predictions: Sequence[str], *,
     references = [row["target"] for row in rows]
     columns = set(rows[0]) if rows else set()
     tokenize = metrics.bleu_tokenizer_for(references)
-    result: dict[str, Any] = {
-        "rows": len(rows),
-        "exact_match": metrics.exact_match(predictions, references),
-        "bleu": metrics.bleu(predictions, references, tokenize=tokenize),
-    }
-    if family in FAMILY_BLEU:
-        result["paper_bleu"] = paper_bleu(family, predictions, rows)
-    result["chrf"] = metrics.chrf(predictions, references)
+    exact_match = metrics.exact_match(predictions, references)
     intervals = ExampleIntervals()
     intervals.add_share("exact_match", [metrics.normalize_whitespace(prediction) == metrics.normalize_whitespace(
         reference) for prediction, reference in zip(predictions, references)], "test rows")
-    # force: the tokenized-period warning came with the BLEU above already.
-    intervals.add_sacrebleu("bleu", sacrebleu.BLEU(tokenize=tokenize, force=True), predictions, references)
-    intervals.add_sacrebleu("chrf", sacrebleu.CHRF(), predictions, references)
+    # BLEU and chrF with their intervals: one pass of sacrebleu's statistics serves the score and its resamples.
+    bleu = intervals.add_sacrebleu("bleu", sacrebleu.BLEU(tokenize=tokenize), predictions, references)
+    chrf = intervals.add_sacrebleu("chrf", sacrebleu.CHRF(), predictions, references)
+    result: dict[str, Any] = {"rows": len(rows), "exact_match": exact_match, "bleu": bleu}
+    if family in FAMILY_BLEU:
+        result["paper_bleu"] = paper_bleu(family, predictions, rows)
+    result["chrf"] = chrf
     if all(column in columns for column in COMP_COLUMNS):
         from benchbuild.evaluation import comp
         from benchbuild.french import FrenchLemmatizer

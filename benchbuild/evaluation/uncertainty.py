@@ -52,15 +52,28 @@ def sacrebleu_interval(metric: Metric, predictions: Sequence[str], references: S
     """sacrebleu's 95% bootstrap interval of a corpus metric (BLEU, chrF) as its `--confidence` prints it, the
     resamples' mean ± half the spread of their 2.5th to 97.5th percentiles, with the signature that records the
     resamples and seed (`bs:1000|seed:12345|...`). None under two rows."""
+    _, interval, signature = sacrebleu_score_and_interval(metric, predictions, references, resamples)
+    return interval, signature
+
+
+def sacrebleu_score_and_interval(metric: Metric, predictions: Sequence[str], references: Sequence[str],
+                                 resamples: int = RESAMPLES) -> tuple[dict[str, Any], list[float] | None, str]:
+    """The corpus score with its plain signature (what `metrics.bleu` and `metrics.chrf` give: `{"score",
+    "signature"}`), and `sacrebleu_interval`'s interval and signature, from one extraction of sacrebleu's statistics
+    (its `corpus_score(n_bootstrap=...)` scores the whole corpus from the statistics it then resamples)."""
     if len(predictions) < 2:
-        return None, str(metric.get_signature())
+        score = metric.corpus_score(list(predictions), [list(references)])
+        return {"score": score.score, "signature": str(metric.get_signature())}, None, str(metric.get_signature())
     try:
         score = metric.corpus_score(list(predictions), [list(references)], n_bootstrap=resamples)
     except TypeError:
         score = _corpus_score_with_float_resamples(metric, predictions, references, resamples)
+    bootstrap_signature = str(metric.get_signature())
+    metric.n_bootstrap, metric.seed = None, None  # the plain signature: no resamples, no seed
+    plain = {"score": score.score, "signature": str(metric.get_signature())}
     # sacrebleu keeps the bootstrap mean and half-width on the score (Score.estimate_ci) and prints "μ = mean ± ci".
     mean, half = float(score._mean), float(score._ci)
-    return [mean - half, mean + half], str(metric.get_signature())
+    return plain, [mean - half, mean + half], bootstrap_signature
 
 
 def _corpus_score_with_float_resamples(metric: Metric, predictions: Sequence[str], references: Sequence[str],
@@ -99,11 +112,14 @@ class ExampleIntervals:
                                 f"{self.resamples} resamples, seed {self.seed})")
 
     def add_sacrebleu(self, metric: str, scorer: Metric, predictions: Sequence[str],
-                      references: Sequence[str]) -> None:
-        """The interval of a sacrebleu corpus metric, by sacrebleu's bootstrap over the test rows."""
-        self.intervals[metric], signature = sacrebleu_interval(scorer, predictions, references, self.resamples)
+                      references: Sequence[str]) -> dict[str, Any]:
+        """The interval of a sacrebleu corpus metric, by sacrebleu's bootstrap over the test rows; returns the
+        metric's own score and signature (`{"score", "signature"}`), computed from the same statistics."""
+        score, self.intervals[metric], signature = sacrebleu_score_and_interval(scorer, predictions, references,
+                                                                                self.resamples)
         self.methods[metric] = (f"sacrebleu's bootstrap over {len(predictions)} test rows: mean ± half the 95% "
                                 f"percentile range of {self.resamples} resamples ({signature})")
+        return score
 
     def beside(self, scores: dict[str, Any]) -> dict[str, Any]:
         """`scores` with `<metric>_ci: [low, high]` (null under two rows) after each metric's entry (`comp` holds

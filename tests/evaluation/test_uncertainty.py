@@ -158,3 +158,23 @@ def test_chrf_interval_survives_resamples_that_score_zero():
     ours = _corpus_score_with_float_resamples(sacrebleu.CHRF(), hypotheses, truth, 1000)
     assert (ours.score, ours._ci) == pytest.approx((own.score, own._ci), abs=1e-4)
     assert ours._mean == pytest.approx(own._mean, abs=1e-4)
+
+
+def test_the_scores_from_the_bootstrap_are_the_plain_scores_with_the_plain_signatures():
+    """BLEU and chrF in metrics.json come from the same statistics sacrebleu resamples for their intervals: the
+    scores and signatures are those of a plain `corpus_score` (no bs or seed in the signature), and a one-row split,
+    which has no interval, still gets its scores (it raised "Number of references unknown" before)."""
+    import sacrebleu
+
+    from benchbuild import metrics
+
+    hypotheses = ["the cat sat on the mat", "a dog barked", "it rains", "the sun is out", "birds sing"] * 4
+    truth = ["the cat sat on a mat", "the dog barked", "it is raining", "the sun shines", "birds sing"] * 4
+    scored = score_rows([{"target": target} for target in truth], hypotheses)
+    assert scored["bleu"] == metrics.bleu(hypotheses, truth) and scored["chrf"] == metrics.chrf(hypotheses, truth)
+    assert "bs:" not in scored["bleu"]["signature"] and "seed:" not in scored["chrf"]["signature"]
+    methods = scored["confidence_intervals"]["methods"]
+    assert "bs:1000" in methods["bleu"] and "seed:12345" in methods["chrf"]
+    one = score_rows([{"target": truth[0]}], hypotheses[:1])
+    assert one["bleu"] == metrics.bleu(hypotheses[:1], truth[:1]) and one["bleu_ci"] is None
+    assert one["chrf"]["score"] == sacrebleu.CHRF().corpus_score(hypotheses[:1], [truth[:1]]).score
