@@ -106,6 +106,14 @@ def test_dangles_layer_stacks_have_the_forks_exact_parameter_counts(name):
         encoder_layer(d, f) + (2 * (2 * m - 1) + 2) * adaptive_head)
     assert sizes["source_stack"] == architecture["source_layers"] * (encoder_layer(d, f) + (2 * m - 1) * head)
     assert sizes["decoder_stack"] == architecture["decoder_layers"] * (decoder_layer(d, f) + (2 * m - 1) * head)
+    if "value_stack" in sizes:
+        # R-Dangle with separate keys and values: the fork builds the value encoder as it builds the key one,
+        # --dis-encoder-layers TransformerEncoderLayerCrossBoundary layers (fairseq/fairseq/models/
+        # transformer_rdangle_kv_sep.py, build_model: value_dis_encoder_layers and key_dis_encoder_layers).
+        assert architecture["value_layers"] == architecture["adaptive_layers"]
+        assert sizes["value_stack"] == sizes["adaptive_stack"]
+    else:
+        assert not architecture.get("separate_keys_values")
 
 
 def padded(types: int) -> int:
