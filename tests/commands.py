@@ -109,7 +109,12 @@ def _fork_server() -> str:
     import tempfile
 
     if not _server:
-        address = str(Path(tempfile.mkdtemp(prefix="benchbuild-fork-server-")) / "socket")
+        import atexit
+        import shutil
+
+        folder = tempfile.mkdtemp(prefix="benchbuild-fork-server-")
+        atexit.register(shutil.rmtree, folder, True)  # the socket's folder goes with this process
+        address = str(Path(folder) / "socket")
         server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("fork_server.py")), address],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert server.stdout.readline() == "ready\n", "the tests' fork server did not start"
