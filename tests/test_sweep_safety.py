@@ -23,7 +23,7 @@ from benchbuild.sweep.state import run_state
 from benchbuild.zoo.catalogue import CATALOGUE
 from commands import Started, benchbuild, started
 from small_inputs import scan_file_rows, write_benchmark
-from waiting import gone, until
+from waiting import gone, running, until
 
 # A Transformer small enough that a step takes milliseconds on one CPU core, validated (and checkpointed) every 50
 # steps on 1% of train: a run of 240 steps lasts a few seconds, long enough to be stopped in the middle (the tests
@@ -79,13 +79,6 @@ def _training(process: Started, cwd: Path) -> list[psutil.Process]:
     return children
 
 
-def _alive(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def _stop(process: Started, children: list[psutil.Process], send) -> tuple[int, str]:
     """Send a signal with `send(pid)`; the exit code and stderr, once the sweep and every worker are gone. Whatever
     is left when the test ends (it failed, or the suite's per-test limit stopped it) is killed, so nothing goes on
@@ -97,7 +90,7 @@ def _stop(process: Started, children: list[psutil.Process], send) -> tuple[int, 
         return process.returncode, stderr
     finally:
         for child in children:
-            if _alive(child):
+            if running(child):
                 child.kill()
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

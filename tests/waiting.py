@@ -32,13 +32,14 @@ def until(ready: Callable[[], object], process: subprocess.Popen, what: str) -> 
 def gone(processes: Iterable[psutil.Process]) -> None:
     """Return once every one of `processes` has ended (a zombie has: it ran its last instruction, and whether its
     parent reaps it is not the test's business)."""
-    left = [process for process in processes if _running(process)]
+    left = [process for process in processes if running(process)]
     while left:
         _, left = psutil.wait_procs(left, timeout=_BETWEEN_LOOKS)
-        left = [process for process in left if _running(process)]
+        left = [process for process in left if running(process)]
 
 
-def _running(process: psutil.Process) -> bool:
+def running(process: psutil.Process) -> bool:
+    """Whether `process` still runs (a zombie does not)."""
     try:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
