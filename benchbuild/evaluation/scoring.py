@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import sacrebleu
 
-from benchbuild.benchmark import load_splits, read_build_info
+from benchbuild.benchmark import load_splits, read_build_info, split_rows_as_dicts
 from benchbuild.errors import BenchbuildError
 from benchbuild import metrics
 from benchbuild.evaluation.cter import CONTEXTS_PER_COMPOUND, compound_verdicts, cter, read_compounds, read_lexicon
@@ -101,7 +101,7 @@ def split_rows(data: str | Path, split: str) -> list[dict[str, Any]]:
     splits = load_splits(data)
     if split not in splits:
         raise BenchbuildError(f"{data} has no split {split!r} (splits: {', '.join(splits)})")
-    return list(splits[split])
+    return split_rows_as_dicts(splits[split])
 
 
 def benchmark_label(data: str | Path) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.zoo.loading import token_ids
 
 
 @dataclass
@@ -24,8 +25,8 @@ class EncodedSplit:
 def encode_rows(tokenizer, rows: Sequence[Mapping[str, Any]]) -> EncodedSplit:
     """The `source` and `target` of every row as token ids (targets by `text_target`: with separate dictionaries,
     `tokenization.TranslationTokenizer`, in the target one)."""
-    sources = tokenizer([row["source"] for row in rows])["input_ids"]
-    targets = tokenizer(text_target=[row["target"] for row in rows])["input_ids"]
+    sources = token_ids(tokenizer, [row["source"] for row in rows])
+    targets = token_ids(tokenizer, [row["target"] for row in rows], target=True)
     return EncodedSplit(sources=sources, targets=targets)
 
 

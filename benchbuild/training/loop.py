@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from benchbuild import __version__
-from benchbuild.benchmark import load_splits, read_build_info
+from benchbuild.benchmark import load_splits, read_build_info, split_rows_as_dicts
 from benchbuild.device import cpu_threads, start_accelerator
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indices, by_length, collate, encode_rows,
@@ -478,6 +478,7 @@ def _tokenizer(out: Path, train_split, training_recipe: TrainingRecipe, save: bo
     """The run's tokenizer: rebuilt from the whole train split (sources and targets), so held-out rows, seeds,
     processes and resumed runs all see the same dictionaries: one joint vocabulary, or, under `dictionaries =
     "separate"`, a source and a target dictionary (`tokenization.build_dictionaries`)."""
+    train_split = split_rows_as_dicts(train_split)
     if training_recipe.dictionaries == "separate":
         tokenizer = build_dictionaries(
             [row["source"] for row in train_split], [row["target"] for row in train_split],

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from benchbuild import metrics
+from benchbuild.benchmark import split_rows_as_dicts
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo.loading import target_encoder
 from benchbuild.zoo.decoding import decoding_limit, generate_predictions
@@ -34,16 +35,16 @@ def split_validation(splits: Mapping[str, Any], validation_split: str | None, se
     `select` compares validation scores, a `held_out` fraction of train (`held_out_rows`; `file_order`: whether the
     train split keeps the order of a file it was read from, `keeps_file_order`), else no rows at all (a run under
     `last` then trains on all of train). A test split is never used for model selection."""
-    train_rows = list(splits["train"])
+    train_rows = split_rows_as_dicts(splits["train"])
     if validation_split is not None:
         if "test" in validation_split:
             raise BenchbuildError(f"validation split {validation_split!r} is a test split: model selection must "
                                   "not peek at test data")
         if validation_split not in splits:
             raise BenchbuildError(f"no split {validation_split!r} to validate on (splits: {', '.join(splits)})")
-        return train_rows, list(splits[validation_split]), validation_split
+        return train_rows, split_rows_as_dicts(splits[validation_split]), validation_split
     if "validation" in splits:
-        return train_rows, list(splits["validation"]), "validation"
+        return train_rows, split_rows_as_dicts(splits["validation"]), "validation"
     if not holds_out(splits, validation_split, select):
         return train_rows, [], NO_VALIDATION
     if len(train_rows) < 2:

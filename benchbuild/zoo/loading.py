@@ -161,6 +161,33 @@ class TranslationTokenizer:
         self.target.save_pretrained(Path(folder) / TARGET_TOKENIZER_DIR)
 
 
+def token_ids(tokenizer, texts: Sequence[str], *, target: bool = False) -> list[list[int]]:
+    """The ids of each text with its `</s>`, as `tokenizer(texts)["input_ids"]` (sources) or `tokenizer(text_target=
+    texts)["input_ids"]` (`target`) give them, read straight from the `tokenizers` encodings where that is the same:
+    transformers' own call builds an attention mask and a dict per row, ten times the time of the encoding itself
+    (21,890 SCAN rows: 1.2 s against 0.1 s). Any other tokenizer, or one with truncation or padding set, goes through
+    its own call."""
+    if not isinstance(tokenizer, TranslationTokenizer):
+        side, texts = tokenizer, list(texts)
+        call = (lambda: tokenizer(text_target=texts)) if target else (lambda: tokenizer(texts))
+    else:  # the side's own dictionary, on its segmented texts
+        side = tokenizer.target if target else tokenizer.source
+        texts = segmented_texts(texts, segmentation_of(side))
+        call = lambda: side(texts)  # noqa: E731
+    backend = getattr(side, "_tokenizer", None)
+    if not _plain_fast_tokenizer(side) or backend is None or backend.truncation or backend.padding:
+        return call()["input_ids"]
+    return [encoding.ids for encoding in backend.encode_batch_fast(texts, add_special_tokens=True)]
+
+
+def _plain_fast_tokenizer(tokenizer) -> bool:
+    """Whether `tokenizer`'s call is exactly its `tokenizers` backend's batch encoding: a PreTrainedTokenizerFast as
+    `training.tokenization` builds and `AutoTokenizer` loads them (no subclass with its own preprocessing)."""
+    from transformers import PreTrainedTokenizerFast
+
+    return type(tokenizer) is PreTrainedTokenizerFast
+
+
 def target_encoder(tokenizer):
     """`tokenizer` as a callable that encodes texts as targets (`tokenizer(text_target=...)`): for code that calls a
     tokenizer on references, such as `zoo.decoding.decoding_limit`; a joint dictionary encodes them alike."""

@@ -303,3 +303,34 @@ def test_train_refuses_separate_dictionaries_for_dangle_before_writing_anything(
                       "dictionaries=separate", "--set", "bpe_vocab_size=40")
     refused(done, "dangle: separate source and target dictionaries", "--set dictionaries=joint")
     assert not (tmp_path / "run").exists()  # so the corrected rerun needs no --overwrite
+
+
+def test_token_ids_read_from_the_encodings_are_what_each_tokenizers_own_call_gives(german_english, english_chinese,
+                                                                                 shared_data):
+    """`token_ids` skips transformers' call for speed: on SCAN's word-level dictionary, a joint De-En BPE, separate
+    De-En dictionaries and CoGnition's jieba-segmented Chinese BPE (texts with words and characters the dictionary
+    never saw among them), it gives the call's ids; a tokenizer left padding by a padded call goes through the call
+    and still gives unpadded ids."""
+    from benchbuild.zoo.loading import token_ids
+
+    german, english = german_english
+    chinese_english, chinese = english_chinese
+    scan = [line.split(" OUT: ")[0].removeprefix("IN: ") for line in
+            lines(shared_data / "scan" / "add_prim_split" / "tasks_train_addprim_turn_left.txt", 300)]
+    cases = [
+        (build_tokenizer(scan[:200], "word"), scan, scan),
+        (bpe_tokenizer(german[:400] + english[:400], 500), german, english),
+        (build_dictionaries(german[:400], english[:400], source_kind="bpe", target_kind="bpe", bpe_vocab_size=500),
+         german, english),
+        (build_dictionaries(chinese_english[:1000], chinese[:1000], source_kind="word", target_kind="bpe",
+                            bpe_vocab_size=1500, segment_target="jieba"), chinese_english, chinese),
+    ]
+    for tokenizer, sources, targets in cases:
+        assert token_ids(tokenizer, sources) == tokenizer(sources)["input_ids"]
+        assert token_ids(tokenizer, targets, target=True) == tokenizer(text_target=targets)["input_ids"]
+    joint = cases[1][0]
+    joint(german[:3], padding=True)  # transformers leaves the backend padding after a padded call
+    assert token_ids(joint, german[:50]) == [joint(text)["input_ids"] for text in german[:50]]
+    chinese_side = cases[3][0]
+    chinese_side.target(["中"], padding=True)
+    assert token_ids(chinese_side, chinese[:50], target=True) == chinese_side(text_target=chinese[:50])["input_ids"]
