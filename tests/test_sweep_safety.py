@@ -145,9 +145,9 @@ def test_ctrl_c_in_a_terminal_stops_the_workers_without_a_traceback(scan, tmp_pa
 @pytest.mark.distributed
 def test_sigint_closes_the_embedded_dask_cluster_and_a_rerun_finishes_the_sweep(scan, tmp_path):
     pytest.importorskip("distributed", reason="Dask distributed is not installed (the `distributed` extra)")
-    # Longer runs than the local tests': the signal reaches the Dask workers only once the cluster closes, and a run
-    # of 240 steps could finish before that.
-    _write_sweep(tmp_path, scan, steps=2000)
+    # The runs of the local tests (240 steps): had the workers gone on training while the cluster closed (seconds,
+    # some 500 steps), they would have finished.
+    _write_sweep(tmp_path, scan)
     process = _start(tmp_path, "--engine", "dask", "--workers", "2")
     children = _training(process, tmp_path)
     code, stderr = _stop(process, children, lambda pid: os.kill(pid, signal.SIGINT))
