@@ -43,8 +43,11 @@ def test_importing_benchbuild_only_sets_the_version(tmp_path):
 
 
 def test_builders_configuration_readers_and_the_command_line_load_no_model_code(tmp_path):
+    # Sweep files and run states too: `sweep --dry-run` / `--status` and the GPU queue's checks of its sweep files
+    # read them in a second, not after the seconds torch and transformers take.
     statement = ("import benchbuild.nounadj.build, benchbuild.react.build, benchbuild.cli, benchbuild.toml_schema, "
-                 "benchbuild.pipeline, benchbuild.cards, benchbuild.papers, benchbuild.evaluation.comp")
+                 "benchbuild.pipeline, benchbuild.cards, benchbuild.papers, benchbuild.evaluation.comp, "
+                 "benchbuild.sweep.spec, benchbuild.sweep.state, benchbuild.training.selection")
     assert loaded_after(statement, "-c", tmp_path) == []
 
 

@@ -3,7 +3,10 @@ status and the report read scores by the same rule)."""
 
 from __future__ import annotations
 
-from benchbuild.zoo.recipe import Selection, Ties
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # importing benchbuild.zoo imports torch and transformers (seconds)
+    from benchbuild.zoo.recipe import Selection, Ties
 
 
 def lower_is_better(metric: str) -> bool:
