@@ -140,9 +140,12 @@ def test_build_json_records_the_build_command_itself_whether_run_directly_or_by_
 
 def test_recipe_passes_positional_arguments_by_their_parameter_name(tmp_path):
     recipe = tmp_path / "r.toml"
+    # `stats` against two training lines: POS-tagging the split's 16,990 training commands would take 12 s here.
+    against = tmp_path / "train.txt"
+    against.write_text("jump twice\nwalk left after run\n", encoding="utf-8")
     recipe.write_text(f'[[steps]]\ncommand = "build-scan"\n[steps.options]\nout = "{tmp_path / "o"}"\nsplit = "length"\n'
                       f'[[steps]]\ncommand = "stats"\n[steps.options]\nbenchmark = "{tmp_path / "o" / "length"}"\n'
-                      f'split = "test"\n')
+                      f'split = "test"\nagainst = "{against}"\n')
     result = benchbuild("run", recipe, check=True)
     assert "3,920" in result.stdout or "3920" in result.stdout
 
