@@ -17,6 +17,7 @@ import selectors
 import signal
 import socket
 import sys
+import tempfile
 
 PRELOADED = ("benchbuild.cli", "torch", "transformers.modeling_utils", "datasets", "benchbuild.zoo",
              "benchbuild.training.loop", "benchbuild.evaluation.evaluate", "benchbuild.report.write")
@@ -30,6 +31,7 @@ def _command(request: dict) -> int:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["environment"])
+    tempfile.tempdir = None  # a fresh process finds its temporary folder from TMPDIR at first use
     # What a fresh process decides from its environment when the CLI is imported: the two consoles' terminal and
     # interactive settings (rich reads TTY_COMPATIBLE, TTY_INTERACTIVE, NO_COLOR... as it builds a Console).
     import benchbuild.commands as commands

@@ -1,8 +1,9 @@
 """A long command SIGKILLed at a random point of its work (as an out-of-memory kill or a lost machine would stop it)
 leaves nothing that looks complete unless it finished, and the same command run again finishes it: exit 0 and an
 output byte-identical to an uninterrupted run's. One case each for build-scan, build-noun-adj, build-react and
-degree (twice: its kill window is short), run as `python -m benchbuild` on tiny real inputs (`../shared/data`;
-build-scan generates SCAN from its grammar).
+degree (twice: its kill window is short), each run a process of its own in a process group of its own (forked from
+the tests' fork server, tests/commands.py), on tiny real inputs (`../shared/data`; build-scan generates SCAN from its
+grammar).
 
 The kill point is random and reproducible: the command is started, the test waits until the command has begun its
 work (its first work folder, partial output or cache entry appears), then waits a random share of the rest of an
@@ -20,16 +21,15 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from commands import Started, benchbuild, started
 from small_inputs import tiny_ensemble, write_lines
 
-BENCHBUILD = [sys.executable, "-m", "benchbuild"]
 TINY_ENSEMBLE = ["--ensemble-size", "1", "--max-steps", "2",
                  *tiny_ensemble(bpe_vocab_size=100, batch_size=16, warmup_steps=1, eval_every=1000), "--device", "cpu"]
 
@@ -107,14 +107,14 @@ def _build(name: str, shared_data: Callable[[], Path], inputs: Path) -> Build:
                  _exists("degree.tsv.partial"), False)
 
 
-def _start(build: Build, folder: Path, environment: dict[str, str]) -> subprocess.Popen:
+def _start(build: Build, folder: Path, environment: dict[str, str]) -> Started:
+    """The command in `folder`, its stderr in `folder`.log beside it."""
     folder.mkdir(exist_ok=True)
-    with (folder.parent / f"{folder.name}.log").open("a") as log:  # the child keeps its own handle
-        return subprocess.Popen([*BENCHBUILD, *build.arguments], cwd=folder, env=environment, stdout=log,
-                                stderr=log, start_new_session=True)
+    return started(*build.arguments, cwd=folder, environment=environment, stdout=folder.parent / f"{folder.name}.out",
+                   stderr=folder.parent / f"{folder.name}.log")
 
 
-def _wait_until_started(build: Build, folder: Path, process: subprocess.Popen) -> None:
+def _wait_until_started(build: Build, folder: Path, process: Started) -> None:
     while process.poll() is None and not build.started(folder):
         time.sleep(0.005)
 
@@ -188,8 +188,7 @@ def test_a_command_killed_at_a_random_point_leaves_nothing_that_looks_complete_a
         assert content == expected[output], f"{where}: {output} looks complete but differs from the uninterrupted one"
     finished = _visible_outputs(build, interrupted) == expected
     if not finished or build.rerun_completes_a_finished_output:
-        rerun = subprocess.run([*BENCHBUILD, *build.arguments], cwd=interrupted, env=environment,
-                               capture_output=True, text=True)
+        rerun = benchbuild(*build.arguments, cwd=interrupted, environment=environment)
         assert rerun.returncode == 0, f"{where}; the rerun says: {rerun.stderr}"
         assert _visible_outputs(build, interrupted) == expected, where
         assert not _leftovers(build, interrupted), where

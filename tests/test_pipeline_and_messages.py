@@ -89,8 +89,7 @@ def test_a_valid_pipeline_runs_its_steps_in_order_with_a_nested_recipe_in_its_pl
 def test_a_pipeline_rerun_goes_past_a_build_this_same_command_finished(shared_data, tmp_path, monkeypatch):
     """A pipeline whose later step failed is rerun as it is: its finished build-noun-adj step is kept (not refused
     with "already exists"), and the rerun fails only where the first run did."""
-    import subprocess
-    import sys
+    from commands import benchbuild
 
     europarl = shared_data / "europarl-sample"
     for side in ("en", "fr"):
@@ -101,8 +100,7 @@ def test_a_pipeline_rerun_goes_past_a_build_this_same_command_finished(shared_da
         'out = "out/nounadj"\nallow_small = true\n\n'
         '[[steps]]\ncommand = "train"\n[steps.options]\nmodel = "transformer"\ndata = "out/missing"\n'
         'out = "runs/x"\n', encoding="utf-8")
-    runs = [subprocess.run([sys.executable, "-m", "benchbuild", "run", "pipeline.toml"], cwd=tmp_path,
-                           capture_output=True, text=True) for _ in range(2)]
+    runs = [benchbuild("run", "pipeline.toml", cwd=tmp_path) for _ in range(2)]
     built = (tmp_path / "out/nounadj/build.json").read_bytes()
     for result in runs:
         assert result.returncode == 1
