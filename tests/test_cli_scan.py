@@ -2,12 +2,11 @@
 
 import json
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import datasets
 import pytest
+from commands import benchbuild as forked_benchbuild
 from scan_counts import (
     ADDPRIM_JUMP_BARE_REPEATS,
     ADDPRIM_JUMP_TEST,
@@ -20,9 +19,9 @@ from benchbuild.benchmark import read_build_info
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def benchbuild(*args, check=False, **kwargs):
-    result = subprocess.run([sys.executable, "-m", "benchbuild", *map(str, args)], capture_output=True, text=True,
-                            cwd=kwargs.pop("cwd", ROOT), **kwargs)
+def benchbuild(*args, check=False, cwd=ROOT):
+    """The command in a process of its own (forked from the tests' fork server), run from the project's root."""
+    result = forked_benchbuild(*args, cwd=cwd)
     if check:
         assert result.returncode == 0, result.stderr
     return result
