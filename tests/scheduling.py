@@ -13,7 +13,8 @@ from __future__ import annotations
 SHARED_FIXTURE_FOLDERS = ("tests/report", "tests/publishing", "tests/importing", "tests/nounadj")
 
 # The slowest units, slowest first, as `--durations` measured them (twenty-second session: seconds of one worker,
-# quiet machine; a unit not named comes after these, in collection order). An out-of-date list only costs time.
+# quiet machine; test_cli_scan.py and test_kill_builds.py moved down in the twenty-third, which cut them; a unit not
+# named comes after these, in collection order). An out-of-date list only costs time.
 SLOWEST_FIRST = (
     "tests/test_sweep.py",  # the smoke sweep (12 runs) and the Dask sweep: ~130 s
     "tests/test_sweep_safety.py",  # signals to local and Dask sweeps: ~110 s
@@ -22,14 +23,14 @@ SLOWEST_FIRST = (
     "tests/zoo/test_zoo_models.py",
     "tests/test_gpu_queue.py",
     "tests/distributed/test_react_dask.py",
-    "tests/test_cli_scan.py",
     "tests/test_sweep_grid.py",
     "tests/test_interrupted_commands.py",
-    "tests/test_kill_builds.py",
     "tests/training/test_stack.py",
     "tests/react/test_react_build.py",
     "tests/importing",
     "tests/test_wheel.py",
+    "tests/test_cli_scan.py",
+    "tests/test_kill_builds.py",
     "tests/training/test_token_batches.py",
     "tests/zoo/test_incremental_decoding.py",
     "tests/training/test_batching.py",
