@@ -129,6 +129,17 @@ def test_sigterm_stops_a_one_job_sweep_with_exit_143(scan, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_sweep_killed_alone_takes_its_workers_with_it(scan, tmp_path):
+    """SIGKILL to the sweep's process only (an out-of-memory kill): its workers, forked from a fork server that
+    outlives the sweep as long as they do, see it gone within a second and end; no orphan goes on training."""
+    _write_sweep(tmp_path, scan, steps=100_000)
+    process = _start(tmp_path, "--jobs", "2")
+    children = _training(process, tmp_path)
+    code, _ = _stop(process, children, lambda pid: os.kill(pid, signal.SIGKILL))
+    assert code == -signal.SIGKILL
+
+
+@pytest.mark.slow
 def test_ctrl_c_in_a_terminal_stops_the_workers_without_a_traceback(scan, tmp_path):
     """Ctrl-C reaches every process of the terminal's foreground group, the workers too: none prints a traceback,
     and none goes on with the runs still queued."""

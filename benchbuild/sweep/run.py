@@ -217,7 +217,7 @@ def _locally(work: list[Group], jobs: int, on_finished: Callable[[str, str | Non
         queue.put(device)
     failed = []
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker,
-                               initargs=(queue,))
+                               initargs=(queue, os.getpid()))
     try:
         pending = {pool.submit(_guarded, group, threads, os.getcwd()): group for group in work}
         while pending:
@@ -265,7 +265,7 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
             process.join()
 
 
-def _start_worker(devices) -> None:
+def _start_worker(devices, sweep: int) -> None:
     """A local worker: take one device, and exit when the sweep's process is gone (killed). Ctrl-C reaches every
     process of the terminal's foreground group: a worker leaves it to the sweep's process, which stops the workers
     itself, so none prints a traceback of its own."""
@@ -278,14 +278,32 @@ def _start_worker(devices) -> None:
     # resource tracker to warn about; under spawn it takes none.
     multiprocessing.set_start_method("spawn", force=True)
 
-    parent = os.getppid()  # the sweep's process (spawn), or the fork server, which exits when the sweep is gone
+    # The worker's parent is the sweep's process (spawn) or the fork server, which outlives a killed sweep as long as
+    # its workers do: the worker watches both.
+    parent = os.getppid()
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while os.getppid() == parent and _running(sweep):
             time.sleep(1.0)
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` exists and has not ended (a killed process its parent has not yet reaped is a zombie:
+    ended, on Linux, where /proc says so)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
 
 
 # Test rows decoded to time a run's evaluation (scaled to the split's size): enough batches to average over.
