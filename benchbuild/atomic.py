@@ -24,14 +24,20 @@ def check_writable(out: Path, overwrite: bool) -> None:
         raise OutputExistsError(f"{out} already exists: pass --overwrite to replace it")
 
 
-def _alive(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Whether process `pid` exists and has not ended (a killed process its parent has not yet reaped is a zombie:
+    ended, on Linux, where /proc says so)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
 
 
 def remove_abandoned(out: Path, kind: str = "partial") -> None:
@@ -39,7 +45,7 @@ def remove_abandoned(out: Path, kind: str = "partial") -> None:
     no longer exists); `kind` is "partial" (unfinished outputs) or "work" (builders' work folders)."""
     for leftover in out.parent.glob(f".{out.name}.{kind}-*"):
         pid = leftover.name.rsplit(f".{kind}-", 1)[1].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not running(int(pid)):
             if leftover.is_dir() and not leftover.is_symlink():
                 shutil.rmtree(leftover, ignore_errors=True)
             else:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from benchbuild.atomic import running
 from benchbuild.engine import EngineParameters, open_engine
 from benchbuild.errors import BenchbuildError
 from benchbuild.sweep.spec import CONFIG_FILE, RunSpec, Sweep
@@ -283,27 +284,11 @@ def _start_worker(devices, sweep: int) -> None:
     parent = os.getppid()
 
     def watch() -> None:
-        while os.getppid() == parent and _running(sweep):
+        while os.getppid() == parent and running(sweep):
             time.sleep(1.0)
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
-
-
-def _running(pid: int) -> bool:
-    """Whether process `pid` exists and has not ended (a killed process its parent has not yet reaped is a zombie:
-    ended, on Linux, where /proc says so)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 # Test rows decoded to time a run's evaluation (scaled to the split's size): enough batches to average over.
