@@ -63,22 +63,29 @@ def single_rate(data: Path, work: Path, device: str, steps: int, warmup: int, sm
     return steps / (time.perf_counter() - began)
 
 
+_START: list = []  # in a worker of `processes_rate`: the barrier its runs wait at after their warm-up
+
+
+def _hold(start) -> None:
+    _START.append(start)
+
+
 def _single_in_process(arguments) -> float:
-    data, work, device, steps, warmup, smoke, tf32, start = arguments
+    data, work, device, steps, warmup, smoke, tf32 = arguments
     with cpu_threads(1):
-        return single_rate(Path(data), Path(work), device, steps, warmup, smoke, tf32, start)
+        return single_rate(Path(data), Path(work), device, steps, warmup, smoke, tf32, _START[0])
 
 
 def processes_rate(count: int, data: Path, work: Path, device: str, steps: int, warmup: int, smoke: bool,
                    tf32: bool) -> float:
     """Model-steps per second of `count` single runs in as many processes at once (started together after their
-    warm-up): the sum of their rates."""
+    warm-up): the sum of their rates. Each worker holds one run until all `count` have warmed up (the barrier), so
+    every worker trains exactly one."""
     context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager:
-        start = manager.Barrier(count)
-        with context.Pool(count) as pool:
-            rates = pool.map(_single_in_process, [(str(data), str(work / f"process{index}"), device, steps, warmup,
-                                                   smoke, tf32, start) for index in range(count)])
+    start = context.Barrier(count)  # handed to each worker as it starts (a Manager would be a process more)
+    with context.Pool(count, initializer=_hold, initargs=(start,)) as pool:
+        rates = pool.map(_single_in_process, [(str(data), str(work / f"process{index}"), device, steps, warmup,
+                                               smoke, tf32) for index in range(count)], chunksize=1)
     return sum(rates)
 
 
