@@ -88,6 +88,8 @@ name = "scan/addprim_turn_left"
 data = "out/scan/addprim_turn_left"
 [eval]
 batch_size = 512
+[report]
+formats = ["csv"]
 """
 
 

@@ -152,8 +152,9 @@ def _free_port() -> int:
 
 def test_a_cluster_of_separate_scheduler_and_worker_processes_builds_the_same_bytes(react_arguments, local_react,
                                                                                     tmp_path):
-    """A multi-node run simulated on this machine: `dask scheduler` and two `dask worker` processes, started in
-    another folder than the command's (so only absolute paths reach them), joined with --scheduler."""
+    """A multi-node run simulated on this machine: `dask scheduler` and two `dask worker` processes (without a
+    nanny: one process each), started in another folder than the command's (so only absolute paths reach them),
+    joined with --scheduler."""
     from distributed import Client
 
     address = f"tcp://127.0.0.1:{_free_port()}"
@@ -165,7 +166,7 @@ def test_a_cluster_of_separate_scheduler_and_worker_processes_builds_the_same_by
                                   cwd=elsewhere, stdout=log, stderr=subprocess.STDOUT)]
     try:
         processes += [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads",
-                                        "1", "--no-dashboard", "--name", f"node-{index}"],
+                                        "1", "--no-dashboard", "--no-nanny", "--name", f"node-{index}"],
                                        cwd=elsewhere, stdout=log, stderr=subprocess.STDOUT) for index in range(2)]
         with Client(address, timeout="60s") as client:
             client.wait_for_workers(2)
