@@ -32,6 +32,13 @@ def _command(request: dict) -> int:
     os.environ.clear()
     os.environ.update(request["environment"])
     tempfile.tempdir = None  # a fresh process finds its temporary folder from TMPDIR at first use
+    # torch took its thread count from the server's OMP_NUM_THREADS when the server imported it; a fresh process
+    # takes the command's.
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    if threads.isdigit() and int(threads) > 0:
+        import torch
+
+        torch.set_num_threads(int(threads))
     # What a fresh process decides from its environment when the CLI is imported: the two consoles' terminal and
     # interactive settings (rich reads TTY_COMPATIBLE, TTY_INTERACTIVE, NO_COLOR... as it builds a Console).
     import benchbuild.commands as commands

@@ -74,14 +74,13 @@ class SacrebleuWay(PaperBleu):
         return hypotheses, references
 
     def score(self, predictions: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        from benchbuild.evaluation.uncertainty import sacrebleu_interval
+        from benchbuild.evaluation.uncertainty import sacrebleu_score_and_interval
 
         hypotheses, references = self.prepare(predictions, [row["target"] for row in rows])
-        metric = self.bleu()
-        value = metric.corpus_score(hypotheses, [references]).score
-        interval, signature = sacrebleu_interval(self.bleu(), hypotheses, references)
-        return {"value": value, "paper": self.paper, "how": self.how, "rows": len(rows),
-                "signature": str(metric.get_signature()), "ci": interval,
+        # The score and its interval from one extraction of sacrebleu's statistics.
+        plain, interval, signature = sacrebleu_score_and_interval(self.bleu(), hypotheses, references)
+        return {"value": plain["score"], "paper": self.paper, "how": self.how, "rows": len(rows),
+                "signature": plain["signature"], "ci": interval,
                 "ci_method": f"sacrebleu's bootstrap over {len(rows)} test rows ({signature})"}
 
 

@@ -47,20 +47,13 @@ def share_interval(hits: Sequence[bool], resamples: int = RESAMPLES, seed: int =
     return [float(result.confidence_interval.low), float(result.confidence_interval.high)]
 
 
-def sacrebleu_interval(metric: Metric, predictions: Sequence[str], references: Sequence[str],
-                       resamples: int = RESAMPLES) -> tuple[list[float] | None, str]:
-    """sacrebleu's 95% bootstrap interval of a corpus metric (BLEU, chrF) as its `--confidence` prints it, the
-    resamples' mean ± half the spread of their 2.5th to 97.5th percentiles, with the signature that records the
-    resamples and seed (`bs:1000|seed:12345|...`). None under two rows."""
-    _, interval, signature = sacrebleu_score_and_interval(metric, predictions, references, resamples)
-    return interval, signature
-
-
 def sacrebleu_score_and_interval(metric: Metric, predictions: Sequence[str], references: Sequence[str],
                                  resamples: int = RESAMPLES) -> tuple[dict[str, Any], list[float] | None, str]:
     """The corpus score with its plain signature (what `metrics.bleu` and `metrics.chrf` give: `{"score",
-    "signature"}`), and `sacrebleu_interval`'s interval and signature, from one extraction of sacrebleu's statistics
-    (its `corpus_score(n_bootstrap=...)` scores the whole corpus from the statistics it then resamples)."""
+    "signature"}`), and sacrebleu's 95% bootstrap interval as its `--confidence` prints it (the resamples' mean ± half
+    the spread of their 2.5th to 97.5th percentiles; None under two rows) with the signature that records the
+    resamples and seed (`bs:1000|seed:12345|...`), from one extraction of sacrebleu's statistics (its
+    `corpus_score(n_bootstrap=...)` scores the whole corpus from the statistics it then resamples)."""
     if len(predictions) < 2:
         score = metric.corpus_score(list(predictions), [list(references)])
         return {"score": score.score, "signature": str(metric.get_signature())}, None, str(metric.get_signature())

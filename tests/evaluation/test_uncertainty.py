@@ -141,12 +141,13 @@ def test_chrf_interval_survives_resamples_that_score_zero():
     interval is then computed from the same resamples with the scores as floats."""
     import sacrebleu
 
-    from benchbuild.evaluation.uncertainty import sacrebleu_interval
+    from benchbuild.evaluation.uncertainty import sacrebleu_score_and_interval
 
     predictions, references = ["I_JUMP"] + ["x"] * 23, ["I_JUMP"] + ["I_WALK"] * 23
     with pytest.raises(TypeError):
         sacrebleu.CHRF().corpus_score(predictions, [references], n_bootstrap=1000)
-    interval, signature = sacrebleu_interval(sacrebleu.CHRF(), predictions, references)
+    plain, interval, signature = sacrebleu_score_and_interval(sacrebleu.CHRF(), predictions, references)
+    assert plain["score"] == pytest.approx(sacrebleu.CHRF().corpus_score(predictions, [references]).score)
     assert len(interval) == 2 and all(math.isfinite(bound) for bound in interval) and interval[0] < interval[1]
     assert "bs:1000" in signature and "seed:12345" in signature
     # Where sacrebleu's own call works, the float path gives its numbers (same resamples, same rule).

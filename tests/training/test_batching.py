@@ -189,6 +189,8 @@ def test_two_processes_follow_the_one_process_loss_curve(tiny_scan, tiny_model, 
     import subprocess
     import sys
 
+    from commands import benchbuild
+
     model = tmp_path / "tiny_no_dropout.toml"
     model.write_text(tiny_model.read_text().replace("dropout = 0.1", "dropout = 0.0\nattention_dropout = 0.0\n"
                                                     "activation_dropout = 0.0"), encoding="utf-8")
@@ -196,8 +198,8 @@ def test_two_processes_follow_the_one_process_loss_curve(tiny_scan, tiny_model, 
                "--set", "eval_every=3"]
     one, two = tmp_path / "one", tmp_path / "two"
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
-    subprocess.run([sys.executable, "-m", "benchbuild", *command, "--out", str(one)], check=True, env=environment,
-                   capture_output=True)
+    alone = benchbuild(*command, "--out", one, environment=environment)
+    assert alone.returncode == 0, alone.stderr
     launched = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                                "-m", "benchbuild", *command, "--out", str(two)], env=environment,
                               capture_output=True, text=True)

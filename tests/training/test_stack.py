@@ -189,6 +189,9 @@ steps = 20
 [[benchmarks]]
 name = "scan/simple"
 data = "{data}"
+
+[report]
+formats = ["csv"]                  # these tests read run folders, not the report's pages
 """
 
 
