@@ -159,6 +159,33 @@ def test_train_sigkilled_at_a_random_step_resumes_to_the_bytes_of_an_uninterrupt
     assert not leftovers(run_dir), where
 
 
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_train_stopped_between_validations_resumes_from_the_step_it_reached_to_the_uninterrupted_bytes(
+        inputs, uninterrupted, kill_seed, tmp_path, sent):
+    """Ctrl-C or SIGTERM at a random step: `train` finishes the step, saves a resume point at it (a checkpoint no
+    validation chose) and exits 130 / 143; the same command goes on from that step, not from the last validation,
+    and ends in the uninterrupted run's weights and log."""
+    run_dir = tmp_path / "run"
+    stop_at = random.Random(f"{kill_seed} {sent.name}").randrange(EVAL_EVERY + 1, STEPS)
+    print(f"BENCHBUILD_KILL_SEED={kill_seed}: train stopped with {sent.name} once it logged step {stop_at}")
+    process = start(train_command(inputs, run_dir), tmp_path / "train.log")
+    wait_for(process, lambda: logged_steps(run_dir) >= stop_at, f"step {stop_at}")
+    code = stop(process, sent)
+    where = f"{sent.name} after step {logged_steps(run_dir)} (exit {code}; replay: BENCHBUILD_KILL_SEED={kill_seed})"
+    if code == 0:  # it finished first, which a loaded machine may allow: nothing to resume
+        return
+    assert code == (130 if sent == signal.SIGINT else 143), where
+    reached = checkpoints(run_dir)[-1]
+    assert reached >= stop_at and not leftovers(run_dir), where
+    with cpu_threads(1):
+        result = train(*inputs, run_dir, seed=0, device="cpu", progress=False)
+    assert result.resumed_from == reached, where
+    final = Path("checkpoints", f"step-{STEPS:08d}", "model.safetensors")
+    for weights in (Path("model.safetensors"), final):
+        assert sha256(run_dir / weights) == sha256(uninterrupted / weights), f"{where}: {weights} differs"
+    assert log_without_times(run_dir) == log_without_times(uninterrupted), where
+
+
 def test_ctrl_c_stops_train_with_130_and_leaves_a_run_that_resumes(inputs, tmp_path):
     run_dir = tmp_path / "run"
     process = start(train_command(inputs, run_dir, "--max-steps", "100000"), tmp_path / "train.log")

@@ -1,18 +1,21 @@
 """A training run's bookkeeping beside the loop (`loop`): the checks made before anything is loaded or written, the
-claim on the run folder, the identity that decides whether a rerun resumes a run or is refused, and what `run.json`
-records of the selection and of a run that diverged."""
+claim on the run folder, the identity that decides whether a rerun resumes a run or is refused, what `run.json`
+records of the selection and of a run that diverged, and the resume point a Ctrl-C or SIGTERM leaves."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import signal
+import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.outputs import check_output
 from benchbuild.run_folder import RUN_FILE, claim, mark_failed, read_run
-from benchbuild.training.checkpoints import TrainerState
+from benchbuild.training.checkpoints import TrainerState, save_checkpoint
 from benchbuild.training.validation import hidden_words_message, word_coverage
 from benchbuild.zoo.recipe import TrainingRecipe
 
@@ -152,3 +155,36 @@ def mark_diverged(run: PreparedRun, loss: float) -> None:
         mark_failed(run.out, run.record, run.state.step, reason)
     raise BenchbuildError(f"{run.out}: {reason}; the run is marked failed and its checkpoints are kept. Lower the "
                           "learning rate (--set learning_rate=...) and rerun with --overwrite")
+
+
+@contextlib.contextmanager
+def signals_held(active: bool):
+    """Hold Ctrl-C (SIGINT) and SIGTERM while the block runs (an optimizer step, which a signal must not leave half
+    applied): yields the list of the signals that came, which the caller acts on after the block. Inactive (nothing
+    held) when `active` is false, off the main thread (a Dask worker's task: Python delivers signals to the main
+    thread only) and for a signal the process ignores."""
+    held: list[int] = []
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    for number, handler in handlers.items():
+        if handler not in (signal.SIG_IGN, None):
+            signal.signal(number, lambda signum, frame: held.append(signum))
+    try:
+        yield held
+    finally:
+        for number, handler in handlers.items():
+            if handler not in (signal.SIG_IGN, None):
+                signal.signal(number, handler)
+
+
+def stop_at_resume_point(run: PreparedRun, number: int) -> None:
+    """Save the step `run` has reached as a checkpoint (weights, optimizer, schedule and RNG state; no validation
+    chose it, so the selection stays the last validation's), then let signal `number` act as it would have: a rerun
+    goes on from this step instead of the last validation, which a batch-1 recipe makes hours apart, and ends in
+    the bytes an uninterrupted run ends in."""
+    if run.accelerator.is_main_process:
+        run.state.elapsed, run.state.window = time.perf_counter() - run.started, list(run.window)
+        save_checkpoint(run.out, run.accelerator.unwrap_model(run.network), run.optimizer, run.scheduler, run.state)
+    signal.raise_signal(number)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,8 @@ KEEP_CHECKPOINTS = 2
 class TrainerState:
     """How far training got: steps done, the best validation score (by the recipe's `validate_by`) and its step, the
     selected checkpoint's (the one at the run folder's root, chosen by the recipe's `select`) score, step and exact
-    match, and the seconds spent training and validating (summed over a killed run and its resumption).
-    Checkpointed with every checkpoint."""
+    match, the seconds spent training and validating (summed over a killed run and its resumption), and the losses
+    not yet logged (a resume point falls between two log lines). Checkpointed with every checkpoint."""
 
     step: int = 0
     best: float | None = None
@@ -34,6 +34,7 @@ class TrainerState:
     selected: float | None = None
     selected_step: int | None = None
     selected_exact_match: float | None = None
+    window: list[float] = field(default_factory=list)  # the step losses since the last log line
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
@@ -54,7 +55,8 @@ def save_checkpoint(out: Path, network, optimizer, scheduler, state: TrainerStat
         torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": state.step,
                     "best": state.best, "best_step": state.best_step, "elapsed": state.elapsed,
                     "selected": state.selected, "selected_step": state.selected_step,
-                    "selected_exact_match": state.selected_exact_match, "rng": _rng_state()}, tmp / STATE_FILE)
+                    "selected_exact_match": state.selected_exact_match, "window": list(state.window),
+                    "rng": _rng_state()}, tmp / STATE_FILE)
     for old in sorted((out / CHECKPOINTS_DIR).glob("step-*"))[:-KEEP_CHECKPOINTS]:
         shutil.rmtree(old)
 
@@ -76,7 +78,8 @@ def restore_checkpoint(checkpoint: Path, optimizer, scheduler) -> TrainerState:
     state = TrainerState(step=int(saved["step"]), best=saved["best"], best_step=saved["best_step"],
                          elapsed=float(saved.get("elapsed", 0.0)), selected=selected,
                          selected_step=saved.get("selected_step", saved["best_step"]),
-                         selected_exact_match=saved.get("selected_exact_match", selected))
+                         selected_exact_match=saved.get("selected_exact_match", selected),
+                         window=[float(loss) for loss in saved.get("window", [])])
     _set_rng_state(saved["rng"])
     return state
 

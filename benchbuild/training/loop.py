@@ -30,7 +30,7 @@ from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indi
                                           micro_batches)
 from benchbuild.training.bookkeeping import (check_budgets, check_dictionaries, check_hold_out, check_selection,
                                              claimed, mark_diverged, recipe_identity, recorded_run, selection_record,
-                                             check_run_paths)
+                                             check_run_paths, signals_held, stop_at_resume_point)
 from benchbuild.model_card import write_model_card
 from benchbuild.zoo.recipe import (TrainingRecipe, default_recipe, epoch_in_token_batches, planned_steps,
                                         resolve_recipe, validation_interval)
@@ -130,7 +130,10 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
         run = prepare(model, data, out, options)
         with StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance:
             while run.state.step < run.budget:
-                step(run)
+                with signals_held(run.accelerator.num_processes == 1) as held:  # a stop lands between steps
+                    step(run)
+                if held:
+                    stop_at_resume_point(run, held[0])
                 out_of_time = _out_of_time(run)
                 if run.state.step % run.eval_every == 0 or run.state.step == run.budget or out_of_time:
                     validate_and_checkpoint(run)
@@ -254,7 +257,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
         validation_sources=[row["source"] for row in validation_rows],
         validation_targets=[row["target"] for row in validation_rows], record=record, state=state,
         resumed_from=state.step if checkpoint is not None else None, started=time.perf_counter() - state.elapsed,
-        token_batches=token_batches)
+        token_batches=token_batches, window=list(state.window))
 
 
 def step(run: PreparedRun) -> float:
@@ -324,6 +327,7 @@ def validate_and_checkpoint(run: PreparedRun) -> None:
             state.selected, state.selected_step = value, state.step
             state.selected_exact_match = None if scores is None else scores.exact_match
             save_pretrained(run.out, network, run.tokenizer)
+        state.window = list(run.window)
         save_checkpoint(run.out, network, run.optimizer, run.scheduler, state)
         run.record.update({**selection_record(state, recipe.validate_by), "status": "running"})
         write_run(run.out, run.record)
