@@ -183,8 +183,11 @@ def stop_at_resume_point(run: PreparedRun, number: int) -> None:
     """Save the step `run` has reached as a checkpoint (weights, optimizer, schedule and RNG state; no validation
     chose it, so the selection stays the last validation's), then let signal `number` act as it would have: a rerun
     goes on from this step instead of the last validation, which a batch-1 recipe makes hours apart, and ends in
-    the bytes an uninterrupted run ends in."""
-    if run.accelerator.is_main_process:
+    the bytes an uninterrupted run ends in. A step that a validation must follow (every `eval_every`-th, the last)
+    gets no resume point: the rerun goes back to the last checkpoint and validates at that step, as the
+    uninterrupted run does, instead of resuming past it unvalidated (a last step would end the run unselected)."""
+    due = run.state.step % run.eval_every == 0 or run.state.step >= run.budget
+    if run.accelerator.is_main_process and not due:
         run.state.elapsed, run.state.window = time.perf_counter() - run.started, list(run.window)
         save_checkpoint(run.out, run.accelerator.unwrap_model(run.network), run.optimizer, run.scheduler, run.state)
     signal.raise_signal(number)
