@@ -189,6 +189,39 @@ def test_train_stopped_between_validations_resumes_from_the_step_it_reached_to_t
     assert log_without_times(run_dir) == log_without_times(uninterrupted), where
 
 
+@pytest.mark.parametrize("due", [2 * EVAL_EVERY, STEPS], ids=["validation-step", "last-step"])
+def test_train_stopped_in_a_step_that_a_validation_follows_resumes_from_the_last_validation(
+        inputs, uninterrupted, tmp_path, monkeypatch, due):
+    """A Ctrl-C that lands in a step a validation must follow (every eval_every-th, the last) saves no resume point
+    there: the rerun goes back to the last validation's checkpoint and validates at that step, as the uninterrupted
+    run does. A resume point there would make the rerun go on past it, its validation never run (the log differs)
+    or, at the last step, end the run unvalidated. The signal is a real SIGINT sent to this process from inside the
+    real step `due`, the one moment a subprocess test cannot hit on purpose."""
+    from benchbuild.training import loop
+
+    real_step = loop.step
+
+    def step_then_ctrl_c(run):
+        real_step(run)
+        if run.state.step == due:
+            os.kill(os.getpid(), signal.SIGINT)  # held until the step returns, as a terminal's Ctrl-C would be
+
+    run_dir = tmp_path / "run"
+    monkeypatch.setattr(loop, "step", step_then_ctrl_c)
+    with cpu_threads(1), pytest.raises(KeyboardInterrupt):
+        train(*inputs, run_dir, seed=0, device="cpu", progress=False)
+    monkeypatch.undo()
+    assert checkpoints(run_dir)[-1] == due - EVAL_EVERY
+    assert not leftovers(run_dir) and not held(run_dir)
+    with cpu_threads(1):
+        result = train(*inputs, run_dir, seed=0, device="cpu", progress=False)
+    assert result.resumed_from == due - EVAL_EVERY
+    final = Path("checkpoints", f"step-{STEPS:08d}", "model.safetensors")
+    for weights in (Path("model.safetensors"), final):
+        assert sha256(run_dir / weights) == sha256(uninterrupted / weights), f"{weights} differs"
+    assert log_without_times(run_dir) == log_without_times(uninterrupted)
+
+
 def test_ctrl_c_stops_train_with_130_and_leaves_a_run_that_resumes(inputs, tmp_path):
     run_dir = tmp_path / "run"
     process = start(train_command(inputs, run_dir, "--max-steps", "100000"), tmp_path / "train.log")
