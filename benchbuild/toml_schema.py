@@ -15,6 +15,7 @@ Checks of meaning (a positive step count, a single word) stay with the schema or
 from __future__ import annotations
 
 import dataclasses
+import functools
 import tomllib
 import types
 import typing
@@ -58,7 +59,7 @@ def check_table(schema: type, table: Any, file: str, section: str | None = None,
     label = section or "the file"
     if not isinstance(table, Mapping):
         raise BenchbuildError(f"{file}: {label} must be a table, not {table!r}")
-    hints = typing.get_type_hints(schema)
+    hints = _hints(schema)
     fields = {f.name: f for f in dataclasses.fields(schema) if f.init and f.name not in set(exclude)}
     check_keys(table, fields, file, section, noun=noun)
     if complete:
@@ -69,10 +70,17 @@ def check_table(schema: type, table: Any, file: str, section: str | None = None,
     return {key: _typed(value, hints[key], file, section, key) for key, value in table.items()}
 
 
+@functools.cache
+def _hints(schema: type) -> dict[str, Any]:
+    """The schema's resolved field types (a class's annotations do not change: resolving them once saves a
+    catalogue or sweep read most of its time)."""
+    return typing.get_type_hints(schema)
+
+
 def check_overrides(schema: type, values: Mapping[str, Any], option: str, *, noun: str = "key") -> dict[str, Any]:
     """KEY=VALUE overrides of `schema`'s fields given on the command line as `option`, checked like a TOML table's
     keys (`check_table`, not complete) but named as what the user typed: `--set batch_size must be an integer, not 2.5`."""
-    hints = typing.get_type_hints(schema)
+    hints = _hints(schema)
     check_keys(values, [f.name for f in dataclasses.fields(schema) if f.init], option, noun=noun)
     checked = {}
     for key, value in values.items():

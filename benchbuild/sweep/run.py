@@ -340,6 +340,8 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[Estimate]:
     from benchbuild.zoo.recipe import epoch_in_token_batches, planned_steps, validation_interval
     from benchbuild.zoo.decoding import decoding_limit, generate_predictions, length_rule
 
+    entry_of = functools.cache(zoo.load_entry)  # read once a model, not once a configuration
+
     @functools.cache
     def split_rows(data: str) -> dict[str, int]:
         return {name: split.rows for name, split in read_build_info(data).splits.items()}
@@ -372,7 +374,7 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[Estimate]:
         """The configuration's parameter count, counted on the meta device (nothing allocated); with separate
         dictionaries the encoder's table is the source dictionary's (and may be of another width)."""
         recipe = recipe_of(spec.model, spec.benchmark, spec.recipe, json.dumps(spec.overrides, sort_keys=True))
-        entry = zoo.load_entry(spec.model)
+        entry = entry_of(spec.model)
         entry = dataclasses.replace(entry, architecture={**entry.architecture, **recipe.architecture})
         overrides = dict(spec.architecture_overrides or {})
         if recipe.dictionaries == "separate":
