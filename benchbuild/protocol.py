@@ -43,7 +43,7 @@ class RunProtocol:
     recipe_name: str | None  # `recipe_family`: the catalogue recipe it trained with
     recipe: Mapping[str, Any] | None  # that recipe as the run resolved it, its `--set` overrides applied
     steps_done: int | None
-    stopped_by: str | None  # "step budget", "time budget"
+    stopped_by: str | None  # "step budget", "time budget", "settled" (`training.bookkeeping.settled`)
     select: str  # `selection_rule`: "last", "best_validation by bleu"
     split_rows: Mapping[str, int]  # rows per split of the benchmark it trained on
     validation: str | None  # the split it validated on, or how it held rows out
@@ -158,8 +158,8 @@ def run_differences(paper: PaperProtocol, run: RunProtocol) -> list[str]:
         differences.append("run.json does not record the steps trained" if run.steps_done is None else
                            f"trained {run.steps_done:,} steps; the paper's recipe budget on this benchmark is not "
                            "known from run.json")
-    elif run.steps_done != budget:
-        differences.append(_budget_words(run, budget))
+    elif run.steps_done != budget and not (run.stopped_by == "settled" and run.steps_done < budget):
+        differences.append(_budget_words(run, budget))  # a settled run kept what the whole budget would have
     if run.recipe_name == paper.recipe_name and run.recipe is not None:
         changed = changed_keys(run.recipe, paper.recipe.to_dict())
         if changed:

@@ -242,7 +242,8 @@ def _training_arguments(record: Mapping[str, Any], entry_reference: str, data: P
     overrides.update({key: value for key, value in recorded.items()
                       if key != "architecture" and key in recipe and recipe[key] != value})
     return {"seed": arguments.get("seed", 0), "max_steps": arguments.get("max_steps"),
-            "max_minutes": arguments.get("max_minutes"), "recipe": family, "overrides": overrides or None,
+            "max_minutes": arguments.get("max_minutes"), "stop_when_settled": bool(arguments.get("stop_when_settled")),
+            "recipe": family, "overrides": overrides or None,
             "architecture_overrides": arguments.get("architecture_overrides") or None,
             "validation_split": arguments.get("validation_split")}
 

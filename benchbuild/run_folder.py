@@ -371,7 +371,7 @@ def _cpu_model() -> str | None:
 
 def train_command_line(model: str | Path, data: str | Path, out: str | Path, arguments: Mapping[str, Any]) -> str:
     """The `benchbuild train` command of a run: the options it was given (`arguments`, as `train` takes them: seed,
-    max_steps, max_minutes, device, recipe, overrides, validation_split), paths as typed where relative, an absolute
+    max_steps, max_minutes, stop_when_settled, device, recipe, overrides, validation_split), paths as typed where relative, an absolute
     one relative to the current folder (`typed_path`). Architecture overrides, which a sweep's grid gives and `train`
     has no option for, are in `run.json`'s `architecture_overrides` only."""
     import shlex
@@ -384,6 +384,8 @@ def train_command_line(model: str | Path, data: str | Path, out: str | Path, arg
         value = arguments.get(key)
         if value is not None and not (key == "device" and value == "auto"):
             words += [option, str(value)]
+    if arguments.get("stop_when_settled"):
+        words.append("--stop-when-settled")
     for key, value in (arguments.get("overrides") or {}).items():
         words += ["--set", f"{key}={_option_value(value)}"]
     return shlex.join(words)

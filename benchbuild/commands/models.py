@@ -128,6 +128,11 @@ def train_command(
     max_minutes: Annotated[Optional[float], typer.Option(
         "--max-minutes", callback=positive_minutes, help="Also stop after this many minutes of training and validation, then validate once "
         "more and keep the checkpoint the recipe's `select` names.")] = None,
+    stop_when_settled: Annotated[bool, typer.Option(
+        "--stop-when-settled", help="Stop at the first validation after which the selected checkpoint is final: "
+        "with `select = \"best_validation\"` and `ties = \"earliest\"`, once validation exact match reaches 100% "
+        "no later validation can replace it, so the rest of the budget cannot change the model kept (002's recipe "
+        "on addprim_jump validates every 58,680 of its 200,000 steps). run.json says `stopped_by: settled`.")] = False,
     device: DeviceOption("Where to train") = "auto",
     recipe: Annotated[Optional[str], typer.Option(
         "--recipe", metavar="scan|scan_000|mt|mt_001|nounadj", help="One of the entry's recipes (default: the one its paper's number on this benchmark was made "
@@ -144,7 +149,7 @@ def train_command(
 
     overrides = TrainingRecipe.checked_overrides(key_values(recipe_set or [], "--set"), "--set")
     result = train(model, data, out_dir, seed=seed, max_steps=max_steps, max_minutes=max_minutes, device=device,
-                   recipe=recipe, overrides=overrides,
+                   recipe=recipe, overrides=overrides, stop_when_settled=stop_when_settled,
                    validation_split=validation_split, overwrite=overwrite)
     resumed = f" (resumed from step {result.resumed_from})" if result.resumed_from is not None else ""
     accuracy = "n/a" if result.validation_exact_match is None else f"{result.validation_exact_match:.2f}%"

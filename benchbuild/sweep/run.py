@@ -64,7 +64,8 @@ def run_one(spec: RunSpec, threads: int, root: str) -> dict[str, Any]:
         if run_state(state_of).state in ("pending", "partial"):
             train(spec.model, data, folder, seed=spec.seed, max_steps=spec.max_steps, max_minutes=spec.max_minutes,
                   device=device, recipe=spec.recipe, overrides=spec.overrides or None,
-                  architecture_overrides=spec.architecture_overrides or None, progress=False)
+                  architecture_overrides=spec.architecture_overrides or None, progress=False,
+                  stop_when_settled=spec.stop_when_settled)
         if run_state(state_of).state != "done":
             evaluate_run(folder, data, split=spec.split, beam=spec.beam, batch_size=spec.batch_size, device=device,
                          progress=False)

@@ -82,10 +82,12 @@ class Override:
 
 @dataclass
 class Budget:
-    """Per run: a step budget (default: the recipe's), and/or a wall-clock budget in minutes."""
+    """Per run: a step budget (default: the recipe's), and/or a wall-clock budget in minutes; `stop_when_settled`
+    ends a run once its selected checkpoint is final (`train --stop-when-settled`)."""
 
     steps: int | None = None
     minutes: float | None = None
+    stop_when_settled: bool = False
 
     def __post_init__(self) -> None:
         if self.steps is not None and self.steps < 1:
@@ -171,6 +173,7 @@ class RunSpec:
     batch_size: int
     beam: int | None
     architecture_overrides: dict[str, Any] = field(default_factory=dict)
+    stop_when_settled: bool = False
 
     @property
     def configuration(self) -> str:
@@ -179,10 +182,13 @@ class RunSpec:
 
     def config(self) -> dict[str, Any]:
         """What `sweep_run.json` records: a folder with another configuration is not this run. A run without
-        architecture keys records what sweeps recorded before grids existed, so their folders are still its own."""
+        architecture keys records what sweeps recorded before grids existed, so their folders are still its own;
+        likewise `stop_when_settled` only when set."""
         config = {key: value for key, value in asdict(self).items() if key != "folder"}
         if not self.architecture_overrides:
             del config["architecture_overrides"]
+        if not self.stop_when_settled:
+            del config["stop_when_settled"]
         return json.loads(json.dumps(config))
 
 
@@ -269,7 +275,7 @@ def load_sweep(path: str | Path, device: str | None = None) -> Sweep:
                         recipe=recipe, overrides=overrides,
                         max_steps=sweep.budget.steps, max_minutes=sweep.budget.minutes, device=sweep.device,
                         split=sweep.eval.split, batch_size=sweep.eval.batch_size, beam=sweep.eval.beam,
-                        architecture_overrides=architecture))
+                        architecture_overrides=architecture, stop_when_settled=sweep.budget.stop_when_settled))
     return Sweep(path=path, name=name, file=sweep, runs=runs)
 
 

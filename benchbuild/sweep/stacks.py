@@ -85,12 +85,12 @@ def groups(todo: list[RunSpec], size: int) -> list[Group]:
 
 def stackable(spec: RunSpec) -> bool:
     """Whether `spec`'s runs can be stacked: a model kind whose layers stack, a recipe of row batches, a step
-    budget (not minutes)."""
+    budget (not minutes), run to its end (a stack's members step together: none stops when settled)."""
     from benchbuild import zoo
     from benchbuild.sweep.spec import budget_recipe
     from benchbuild.training.stack import STACKABLE_KINDS
 
-    if spec.max_minutes is not None:
+    if spec.max_minutes is not None or spec.stop_when_settled:
         return False
     entry = zoo.load_entry(spec.model)
     if entry.architecture.get("kind") not in STACKABLE_KINDS:

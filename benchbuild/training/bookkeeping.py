@@ -91,6 +91,16 @@ def check_budgets(steps: int | None, minutes: float | None) -> None:
         raise BenchbuildError(f"the time budget must be a positive number of minutes; got {minutes}")
 
 
+def check_settling(recipe: TrainingRecipe, stop_when_settled: bool) -> None:
+    """`--stop-when-settled` only for a recipe whose selection a validation can make final (`settled`)."""
+    if stop_when_settled and not (recipe.select == "best_validation" and recipe.ties == "earliest"
+                                  and recipe.validate_by in _CEILINGS):
+        raise BenchbuildError(
+            f"--stop-when-settled: this recipe (select = {recipe.select!r}, validate_by = {recipe.validate_by!r}, "
+            f"ties = {recipe.ties!r}) lets a later checkpoint replace any selected one, so no validation settles it; "
+            "it needs select = \"best_validation\", ties = \"earliest\" and validate_by exact_match or bleu")
+
+
 def check_hold_out(train_rows: list[dict], validation_rows: list[dict], validation_name: str,
                     training_recipe: TrainingRecipe) -> list[dict]:
     """For a run that validates on rows held out of train: refuse a hold-out that takes every training row of a
@@ -191,3 +201,39 @@ def stop_at_resume_point(run: PreparedRun, number: int) -> None:
         run.state.elapsed, run.state.window = time.perf_counter() - run.started, list(run.window)
         save_checkpoint(run.out, run.accelerator.unwrap_model(run.network), run.optimizer, run.scheduler, run.state)
     signal.raise_signal(number)
+
+
+def out_of_time(run: PreparedRun) -> bool:
+    """Whether the time budget leaves no room for another step and validation; every process gets the same answer,
+    so all stop at one step."""
+    max_minutes = run.options.max_minutes
+    if max_minutes is None:
+        return False
+    late = time.perf_counter() - run.started + run.validation_seconds >= max_minutes * 60
+    return _everywhere(run, late)
+
+
+# Validation scores that no later checkpoint can beat: a percentage at 100.
+_CEILINGS = {"exact_match": 100.0, "bleu": 100.0}
+
+
+def settled(run: PreparedRun) -> str | None:
+    """"settled" when the run was asked to stop once its selection is final (`train --stop-when-settled`) and it is:
+    under `select = "best_validation"` with `ties = "earliest"`, a checkpoint has scored the validation metric's
+    ceiling (exact match 100%), so no later validation can replace it, and the rest of the step budget could not
+    change the model the run folder's root holds (its test score, its `score_train`); else None. Every process gets
+    the main process's answer."""
+    recipe, state = run.recipe, run.state
+    ceiling = _CEILINGS.get(recipe.validate_by)
+    final = (run.options.stop_when_settled and recipe.select == "best_validation" and recipe.ties == "earliest"
+             and ceiling is not None and state.selected is not None and state.selected >= ceiling)
+    return "settled" if _everywhere(run, final) else None
+
+
+def _everywhere(run: PreparedRun, flag: bool) -> bool:
+    """`flag` if any process has it (one process: as it is)."""
+    if run.accelerator.num_processes == 1:
+        return flag
+    import torch
+
+    return bool(run.accelerator.reduce(torch.tensor(float(flag), device=run.accelerator.device), "sum").item())

@@ -30,7 +30,8 @@ from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indi
                                           micro_batches)
 from benchbuild.training.bookkeeping import (check_budgets, check_dictionaries, check_hold_out, check_selection,
                                              claimed, mark_diverged, recipe_identity, recorded_run, selection_record,
-                                             check_run_paths, signals_held, stop_at_resume_point)
+                                             check_run_paths, check_settling, out_of_time, settled,
+                                             signals_held, stop_at_resume_point)
 from benchbuild.model_card import write_model_card
 from benchbuild.zoo.recipe import (TrainingRecipe, default_recipe, epoch_in_token_batches, planned_steps,
                                         resolve_recipe, validation_interval)
@@ -66,6 +67,7 @@ class RunOptions:
     seed: int = 0
     max_steps: int | None = None
     max_minutes: float | None = None
+    stop_when_settled: bool = False
     device: str = "auto"
     recipe: str | None = None
     overrides: dict | None = None
@@ -109,18 +111,21 @@ class PreparedRun:
 def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0, max_steps: int | None = None,
           max_minutes: float | None = None, device: str = "auto", recipe: str | None = None,
           overrides: dict | None = None, architecture_overrides: dict | None = None,
-          validation_split: str | None = None, progress: bool = True, overwrite: bool = False) -> TrainResult:
+          validation_split: str | None = None, progress: bool = True, overwrite: bool = False,
+          stop_when_settled: bool = False) -> TrainResult:
     """Train catalogue model `model` (a name or a `.toml` path) on the benchmark folder `data` into `out`.
 
     `max_steps` replaces the recipe's step budget (`steps`, or `epochs` of this benchmark's train rows:
     `planned_steps`); `max_minutes` also stops training once that much time has gone into training and validation
     (summed over a killed run and its resumption): the run then validates, selects by the recipe's `select` and ends
-    early, so its step count depends on the machine. `recipe` names one of the entry's recipes (default:
+    early, so its step count depends on the machine. `stop_when_settled` ends the run at the first validation
+    after which no later one can change the selection (`bookkeeping.settled`). `recipe` names one of the entry's recipes (default:
     `recipe.default_recipe`, the one the entry's reported number on this benchmark was made with, else the benchmark
     family's); `overrides` update recipe keys and `architecture_overrides` the model's architecture kwargs. The run
     folder's README.md is its model card (`model_card`).
     """
-    options = RunOptions(seed=seed, max_steps=max_steps, max_minutes=max_minutes, device=device, recipe=recipe,
+    options = RunOptions(seed=seed, max_steps=max_steps, max_minutes=max_minutes,
+                         stop_when_settled=stop_when_settled, device=device, recipe=recipe,
                          overrides=overrides, architecture_overrides=architecture_overrides,
                          validation_split=validation_split, progress=progress, overwrite=overwrite)
     check_run_paths(model, data, out)
@@ -134,12 +139,13 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
                     step(run)
                 if held:
                     stop_at_resume_point(run, held[0])
-                out_of_time = _out_of_time(run)
-                if run.state.step % run.eval_every == 0 or run.state.step == run.budget or out_of_time:
+                stop = "time budget" if out_of_time(run) else None
+                if run.state.step % run.eval_every == 0 or run.state.step == run.budget or stop:
                     validate_and_checkpoint(run)
+                    stop = stop or settled(run)
                 advance(training_status(run))
-                if out_of_time:
-                    run.stopped_by = "time budget"
+                if stop:
+                    run.stopped_by = stop
                     break
         return finish(run)
 
@@ -170,6 +176,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     by_token_epochs = epoch_in_token_batches(training_recipe)
     recipe_steps = None if by_token_epochs else planned_steps(training_recipe, split_rows, options.validation_split)
     check_budgets(options.max_steps if options.max_steps is not None else recipe_steps, options.max_minutes)
+    check_settling(training_recipe, options.stop_when_settled)
     train_rows, validation_rows, validation_name = split_validation(
         splits, options.validation_split, options.seed, training_recipe.held_out,
         held_out_from=training_recipe.held_out_from, select=training_recipe.select, file_order=keeps_file_order(info))
@@ -227,6 +234,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     # What a reviewer needs to re-run it (`benchbuild reproduce`), and no absolute path of this machine: the entry by
     # name (or its file relative to the run folder, with its sha256), the benchmark by fingerprint and relative path.
     arguments = {"seed": options.seed, "max_steps": options.max_steps, "max_minutes": options.max_minutes,
+                 **({"stop_when_settled": True} if options.stop_when_settled else {}),
                  "device": options.device, "recipe": options.recipe, "overrides": options.overrides or {},
                  "architecture_overrides": options.architecture_overrides or {},
                  "validation_split": options.validation_split}
@@ -359,19 +367,6 @@ def train_exact_match(run: PreparedRun) -> float:
         matches = greedy_matches(network, run.tokenizer, [row["source"] for row in run.train_rows],
                                  [row["target"] for row in run.train_rows], batch_size=run.recipe.eval_batch_size)
     return 100.0 * sum(matches) / len(matches)
-
-
-def _out_of_time(run: PreparedRun) -> bool:
-    """Whether the time budget leaves no room for another step and validation; every process gets the same answer,
-    so all stop at one step."""
-    max_minutes = run.options.max_minutes
-    if max_minutes is None:
-        return False
-    out_of_time = time.perf_counter() - run.started + run.validation_seconds >= max_minutes * 60
-    if run.accelerator.num_processes > 1:
-        out_of_time = bool(run.accelerator.reduce(torch.tensor(float(out_of_time), device=run.accelerator.device),
-                                                  "sum").item())
-    return out_of_time
 
 
 def _network(entry, tokenizer, checkpoint: Path | None, architecture_overrides: dict | None):
