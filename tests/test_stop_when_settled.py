@@ -70,6 +70,19 @@ def test_a_settled_run_stops_at_its_first_perfect_validation_and_keeps_what_the_
     assert "--stop-when-settled" in short["command_line"]
 
 
+def test_a_run_resumed_already_settled_trains_no_further(inputs, runs, tmp_path):
+    """A run that validated at 100% before it stopped (here a 45-step budget), resumed with the option and the
+    whole budget: it is settled from the start and ends where it stood, with the whole run's selection."""
+    run_dir = tmp_path / "resumed"
+    with cpu_threads(1):
+        train(*inputs, run_dir, seed=0, device="cpu", progress=False, max_steps=45)
+        result = train(*inputs, run_dir, seed=0, device="cpu", progress=False, stop_when_settled=True)
+    record = _record(run_dir)
+    assert (result.resumed_from, result.steps) == (45, 45)
+    assert (record["steps_done"], record["stopped_by"], record["status"]) == (45, "settled", "complete")
+    assert sha256(run_dir / "model.safetensors") == sha256(runs[0] / "model.safetensors")
+
+
 def test_the_report_compares_a_settled_run_as_one_of_the_whole_budget(inputs, runs):
     entry = load_entry(inputs[0])
     reported = {"benchmark": "scan/tiny", "recipe": "scan", "metric": "exact_match", "value": 100.0}

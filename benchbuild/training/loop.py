@@ -133,8 +133,9 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     # numba's OpenMP layer would reset it to the machine's at the first dropout kernel (`cpu_threads`).
     with claimed(Path(out)), cpu_threads(torch.get_num_threads()):
         run = prepare(model, data, out, options)
+        run.stopped_by = settled(run) or run.stopped_by  # resumed already settled: nothing left to train
         with StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance:
-            while run.state.step < run.budget:
+            while run.state.step < run.budget and run.stopped_by != "settled":
                 with signals_held(run.accelerator.num_processes == 1) as held:  # a stop lands between steps
                     step(run)
                 if held:
