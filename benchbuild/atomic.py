@@ -67,8 +67,10 @@ def atomic_file(path: str | Path, mode: str = "w") -> Iterator[IO]:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned(path)
     tmp = _temporary_beside(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    try:  # the rename inside too: a Ctrl-C between the write and the rename leaves no temporary file behind
+    # The creation and the rename inside too: a Ctrl-C at any point, even between creating the file and the next
+    # line, leaves no temporary file behind (its name is this call's own: nobody else's file is removed).
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
             yield handle
         os.replace(tmp, path)
@@ -130,8 +132,8 @@ def atomic_directory(out: str | Path, overwrite: bool = False) -> Iterator[Path]
     remove_abandoned(out)
     tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp = out.parent / f".{out.name}.partial-{tag}"
-    tmp.mkdir()
-    try:
+    try:  # the creation inside too, as in `atomic_file`
+        tmp.mkdir()
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,6 +1,7 @@
 """The on-disk benchmark contract: formats, build.json, the card, atomic writes, determinism."""
 
 import json
+import os
 from pathlib import Path
 
 import datasets
@@ -111,6 +112,27 @@ def test_a_failed_write_leaves_no_folder_and_no_temporary_files(tmp_path):
             (tmp / "half.txt").write_text("half")
             raise RuntimeError("killed")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_ctrl_c_just_after_the_temporary_file_is_created_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """A Ctrl-C lands between bytecodes: one right after `os.open` has created the temporary file (the moment an
+    interrupted `train` once left `.run.json.partial-*` in its run folder) still has it removed, and the old file
+    stays whole. The interruption is a KeyboardInterrupt raised as the real `os.open` returns."""
+    from benchbuild import atomic
+
+    real_open = os.open
+
+    def open_then_ctrl_c(*arguments, **keywords):
+        real_open(*arguments, **keywords)
+        raise KeyboardInterrupt
+
+    atomic.write_file(tmp_path / "run.json", "old\n")
+    monkeypatch.setattr(atomic.os, "open", open_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        atomic.write_file(tmp_path / "run.json", "new\n")
+    monkeypatch.undo()
+    assert [path.name for path in tmp_path.iterdir()] == ["run.json"]
+    assert (tmp_path / "run.json").read_text() == "old\n"
 
 
 def test_a_failed_overwrite_keeps_the_old_complete_folder(tmp_path):

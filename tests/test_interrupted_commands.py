@@ -222,6 +222,38 @@ def test_train_stopped_in_a_step_that_a_validation_follows_resumes_from_the_last
     assert log_without_times(run_dir) == log_without_times(uninterrupted)
 
 
+@pytest.mark.parametrize("at", [45, STEPS], ids=["between-steps", "after-the-last-step"])
+def test_a_ctrl_c_between_steps_is_held_to_the_next_step_end_or_acts_after_the_last(
+        inputs, uninterrupted, tmp_path, monkeypatch, at):
+    """A Ctrl-C that lands outside a step (here while the progress line of step `at` is made) is held like one in a
+    step: after step 45's line, the resume point is step 46's end; after the last step's, it acts as the loop ends,
+    before the run is marked complete. Either way the rerun ends in the uninterrupted bytes."""
+    from benchbuild.training import loop
+
+    real_status = loop.training_status
+
+    def status_then_ctrl_c(run):
+        if run.state.step == at:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_status(run)
+
+    run_dir = tmp_path / "run"
+    monkeypatch.setattr(loop, "training_status", status_then_ctrl_c)
+    with cpu_threads(1), pytest.raises(KeyboardInterrupt):
+        train(*inputs, run_dir, seed=0, device="cpu", progress=False)
+    monkeypatch.undo()
+    reached = checkpoints(run_dir)[-1]
+    assert reached == (at + 1 if at < STEPS else STEPS)
+    assert json.loads((run_dir / "run.json").read_text())["status"] != "complete"
+    with cpu_threads(1):
+        result = train(*inputs, run_dir, seed=0, device="cpu", progress=False)
+    assert result.resumed_from == reached
+    final = Path("checkpoints", f"step-{STEPS:08d}", "model.safetensors")
+    for weights in (Path("model.safetensors"), final):
+        assert sha256(run_dir / weights) == sha256(uninterrupted / weights), f"{weights} differs"
+    assert log_without_times(run_dir) == log_without_times(uninterrupted)
+
+
 def test_ctrl_c_stops_train_with_130_and_leaves_a_run_that_resumes(inputs, tmp_path):
     run_dir = tmp_path / "run"
     process = start(train_command(inputs, run_dir, "--max-steps", "100000"), tmp_path / "train.log")

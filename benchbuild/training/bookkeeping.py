@@ -167,26 +167,49 @@ def mark_diverged(run: PreparedRun, loss: float) -> None:
                           "learning rate (--set learning_rate=...) and rerun with --overwrite")
 
 
+class HeldSignals:
+    """Ctrl-C (SIGINT) and SIGTERM held for a training loop (`held`): `signals` lists those that came, which the
+    loop acts on after the step they landed in; `released()` lets them act at once for a while (a validation, which
+    may take minutes and leaves its own checkpoint, or acting on a held one)."""
+
+    def __init__(self, active: bool):
+        self.signals: list[int] = []
+        # Inactive off the main thread (a Dask worker's task: Python delivers signals to the main thread only) and for
+        # a signal the process ignores.
+        self.active = active and threading.current_thread() is threading.main_thread()
+        self.handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)
+                         if signal.getsignal(number) not in (signal.SIG_IGN, None)} if self.active else {}
+
+    def hold(self) -> None:
+        for number in self.handlers:
+            signal.signal(number, lambda signum, frame: self.signals.append(signum))
+
+    def restore(self) -> None:
+        for number, handler in self.handlers.items():
+            signal.signal(number, handler)
+
+    @contextlib.contextmanager
+    def released(self):
+        self.restore()
+        try:
+            yield
+        finally:
+            self.hold()
+
+
 @contextlib.contextmanager
 def signals_held(active: bool):
-    """Hold Ctrl-C (SIGINT) and SIGTERM while the block runs (an optimizer step, which a signal must not leave half
-    applied): yields the list of the signals that came, which the caller acts on after the block. Inactive (nothing
-    held) when `active` is false, off the main thread (a Dask worker's task: Python delivers signals to the main
-    thread only) and for a signal the process ignores."""
-    held: list[int] = []
-    if not active or threading.current_thread() is not threading.main_thread():
-        yield held
-        return
-    handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
-    for number, handler in handlers.items():
-        if handler not in (signal.SIG_IGN, None):
-            signal.signal(number, lambda signum, frame: held.append(signum))
+    """Hold Ctrl-C and SIGTERM through the block (a training loop, so that a signal never leaves an optimizer step
+    half applied, nor lands between steps where no resume point can be saved): yields the `HeldSignals`. One still
+    held when the block ends acts then. Inactive (nothing held) when `active` is false."""
+    held = HeldSignals(active)
+    held.hold()
     try:
         yield held
     finally:
-        for number, handler in handlers.items():
-            if handler not in (signal.SIG_IGN, None):
-                signal.signal(number, handler)
+        held.restore()
+    if held.signals:  # came after the last step (its progress line): act now, before the run is marked complete
+        signal.raise_signal(held.signals[0])
 
 
 def stop_at_resume_point(run: PreparedRun, number: int) -> None:

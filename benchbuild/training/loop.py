@@ -134,15 +134,17 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     with claimed(Path(out)), cpu_threads(torch.get_num_threads()):
         run = prepare(model, data, out, options)
         run.stopped_by = settled(run) or run.stopped_by  # resumed already settled: nothing left to train
-        with StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance:
+        with (StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance,
+              signals_held(run.accelerator.num_processes == 1) as held):  # a stop acts at a step's end
             while run.state.step < run.budget and run.stopped_by != "settled":
-                with signals_held(run.accelerator.num_processes == 1) as held:  # a stop lands between steps
-                    step(run)
-                if held:
-                    stop_at_resume_point(run, held[0])
+                step(run)
+                if held.signals:
+                    with held.released():
+                        stop_at_resume_point(run, held.signals[0])
                 stop = "time budget" if out_of_time(run) else None
                 if run.state.step % run.eval_every == 0 or run.state.step == run.budget or stop:
-                    validate_and_checkpoint(run)
+                    with held.released():  # a stop during a validation acts at once: back to the last checkpoint
+                        validate_and_checkpoint(run)
                     stop = stop or settled(run)
                 advance(training_status(run))
                 if stop:
