@@ -15,14 +15,15 @@ if TYPE_CHECKING:
 
 def training_status(run: PreparedRun) -> str:
     """The progress bar's text: the loss of `train_log.jsonl`'s last line (the mean over the steps since the line
-    before, so the bar and the log agree), and the best validation score so far."""
+    before, so the bar and the log agree), and the best validation score so far (an exact match cut, not rounded, to
+    two decimals: only a perfect score shows as 100.00%)."""
     status = ""
     if run.logged_loss is not None and math.isfinite(run.logged_loss[0]):
         loss, steps = run.logged_loss
         status = f"loss {loss:.4f} (mean of last {steps} step{'s' if steps != 1 else ''})"
     if run.state.best is not None:
         metric, best = run.recipe.validate_by, run.state.best
-        status += {"exact_match": f"  best val EM {best:.1f}%", "loss": f"  best val loss {best:.4f}",
+        status += {"exact_match": f"  best val EM {math.floor(best * 100) / 100:.2f}%", "loss": f"  best val loss {best:.4f}",
                    "bleu": f"  best val BLEU {best:.2f}"}[metric]
     return status
 

@@ -96,3 +96,14 @@ def test_the_progress_bar_shows_the_loss_train_log_records_for_the_same_step(tin
     assert shown[4] == shown[5] == shown[7] == f"loss {log[0]['loss']:.4f} (mean of last 4 steps)"
     assert shown[8] == f"loss {log[1]['loss']:.4f} (mean of last 4 steps)"
     assert shown[3] == ""
+
+
+def test_the_progress_bar_never_rounds_a_best_exact_match_up_to_100(tiny_scan, tiny_model, tmp_path):
+    """002's seed 3 validated at 99.966%, which one decimal showed as "100.0%": a settled run in appearance only."""
+    run = prepare(tiny_model, tiny_scan, tmp_path / "run", RunOptions(device="cpu", progress=False, max_steps=8))
+    run.state.best = 99.96591683708247
+    assert training_status(run).endswith("best val EM 99.96%")
+    run.state.best = 99.99999
+    assert training_status(run).endswith("best val EM 99.99%")
+    run.state.best = 100.0
+    assert training_status(run).endswith("best val EM 100.00%")
