@@ -119,8 +119,8 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     `planned_steps`); `max_minutes` also stops training once that much time has gone into training and validation
     (summed over a killed run and its resumption): the run then validates, selects by the recipe's `select` and ends
     early, so its step count depends on the machine. `stop_when_settled` ends the run at the first validation
-    after which no later one can change the selection (`bookkeeping.settled`). `recipe` names one of the entry's recipes (default:
-    `recipe.default_recipe`, the one the entry's reported number on this benchmark was made with, else the benchmark
+    after which no later one can change the selection (`bookkeeping.settled`). `recipe` names one of the entry's
+    recipes (default: `recipe.default_recipe`, the one the entry's reported number on this benchmark was made with, else the benchmark
     family's); `overrides` update recipe keys and `architecture_overrides` the model's architecture kwargs. The run
     folder's README.md is its model card (`model_card`).
     """
