@@ -1,0 +1,250 @@
+"""The zoo's `syntactic_attention` against 002's own code (jlrussin/syntactic_attention @ f8219ca, imported as it is
+from `<shared>/reference/syntactic_attention/`): the same weights give the same log-probabilities and the same greedy
+actions, one Adam step with train_test.py's settings gives the same weights, and the initial draw is theirs.
+
+Our model reads one shared vocabulary (`zoo --model syntactic_attention` lists it); theirs an instruction and an
+action vocabulary. The converter maps each of their rows to the row of the same token in ours, and their `<SOS>` /
+`<EOS>` to our `<s>` / `</s>`. Their log-softmax runs over the 8 actions, ours over the whole shared vocabulary: the
+log-probabilities are compared over the actions, and the optimizer step with their loss (the NLL over the actions);
+`test_our_loss_normalises_over_the_shared_vocabulary` pins the difference that remains.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+from reference_code import import_reference, reference_folder, shared_root
+from scipy import stats
+
+from benchbuild.training.tokenization import word_level_tokenizer
+from benchbuild.zoo import build_model, load_entry
+
+pytestmark = [pytest.mark.reference, pytest.mark.shared]
+
+SPECIAL = {"<SOS>": "<s>", "<EOS>": "</s>", "<NULL>": "<pad>"}
+
+
+@pytest.fixture(scope="module")
+def official():
+    folder = reference_folder("syntactic_attention")
+    model_module = import_reference(folder, "SyntacticAttention", "reference_002_model")
+    data_module = import_reference(folder, "data", "reference_002_data")
+    vocab = json.loads((folder / "vocab.json").read_text())
+    return model_module, data_module, vocab
+
+
+@pytest.fixture(scope="module")
+def scan_files(official):
+    folder = shared_root() / "data" / "scan" / "add_prim_split"
+    return folder / "tasks_train_addprim_jump.txt", folder / "tasks_test_addprim_jump.txt"
+
+
+@pytest.fixture(scope="module")
+def tokenizer(scan_files):
+    """Our word tokenizer over the sources and targets of the add-jump training file, as `train` builds it."""
+    texts = []
+    for line in scan_files[0].read_text().splitlines():
+        source, target = line[len("IN: "):].split(" OUT: ")
+        texts += [source, target]
+    return word_level_tokenizer(texts)
+
+
+def ours(tokenizer, dropout: float = 0.0):
+    return build_model(load_entry("syntactic_attention"), vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                       overrides={"dropout": dropout})
+
+
+def our_ids(tokenizer, tokens_to_idx: dict) -> torch.Tensor:
+    """For each of their ids in order, the id of the same token in our vocabulary."""
+    by_index = sorted(tokens_to_idx.items(), key=lambda item: item[1])
+    return torch.tensor([tokenizer.convert_tokens_to_ids(SPECIAL.get(token, token)) for token, _ in by_index])
+
+
+def official_state_dict(model, tokenizer, vocab) -> dict[str, torch.Tensor]:
+    """Our parameters under their names and shapes: the converter."""
+    into, out = our_ids(tokenizer, vocab["in_token_to_idx"]), our_ids(tokenizer, vocab["out_token_to_idx"])
+    state = {"encoder.W_m.weight": model.translation_embedding.weight[into],
+             "encoder.W_x.weight": model.alignment_embedding.weight[into],
+             "encoder.SOS_embed.weight": model.start_role.weight, "encoder.EOS_embed.weight": model.end_role.weight,
+             "encoder.fc0.weight": model.initial_query.weight, "encoder.fc0.bias": model.initial_query.bias,
+             "decoder.out.weight": model.output.weight[out], "decoder.out.bias": model.output.bias[out]}
+    for theirs, mine in (("encoder.rnn1", model.context_lstm), ("encoder.rnn2", model.alignment_lstm),
+                         ("decoder.rnn", model.decoder_lstm)):
+        state.update({f"{theirs}.{name}": parameter for name, parameter in mine.named_parameters()})
+    return {name: tensor.detach().clone() for name, tensor in state.items()}
+
+
+def official_model(official, vocab, dropout: float = 0.0, max_len=None):
+    model_module = official[0]
+    return model_module.Seq2SeqSynAttn(len(vocab["in_token_to_idx"]), 120, 200, len(vocab["out_token_to_idx"]), "LSTM",
+                                       1, dropout, False, False, False, max_len, torch.device("cpu"))
+
+
+def official_rows(official, vocab, path, count: int):
+    """The first `count` examples of a canonical SCAN file as their ScanDataset gives them (ids in their vocab)."""
+    dataset = official[1].ScanDataset(str(path), vocab)
+    return [dataset[index] for index in range(count)]
+
+
+def our_batch(tokenizer, examples):
+    """Our padded batch of the same examples: sources and labels as `train` tokenizes them (`</s>` appended)."""
+    sources = [" ".join(text[1:-1]) for _, _, text, _ in examples]
+    targets = [" ".join(actions[1:-1]) for _, _, _, actions in examples]
+    encoded = tokenizer(sources, padding=True, return_tensors="pt")
+    labels = tokenizer(targets, padding=True, return_tensors="pt")
+    return encoded.input_ids, encoded.attention_mask, labels.input_ids.masked_fill(labels.attention_mask == 0, -100)
+
+
+@pytest.fixture
+def float64():
+    """Their encoder makes its context tensor with torch.zeros (the default dtype): float64 runs need it float64."""
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(torch.float32)
+
+
+def paired(official, tokenizer, vocab, dropout: float = 0.0):
+    torch.manual_seed(0)
+    mine = ours(tokenizer, dropout).double()
+    theirs = official_model(official, vocab, dropout).double()
+    theirs.load_state_dict(official_state_dict(mine, tokenizer, vocab))
+    return mine, theirs
+
+
+def official_log_probs(theirs, example) -> torch.Tensor:
+    """Their decoder's log-softmax over the actions for one example (train_test.py's batch of one): (steps, actions)."""
+    instruction, actions = [torch.stack(example[0])], [torch.stack(example[1])]
+    log_probs, _ = theirs(instruction, actions)
+    return log_probs[0].T
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_the_same_weights_give_the_same_log_probabilities(official, tokenizer, scan_files, mode, float64):
+    """40 real add-jump test rows in one padded batch of ours (sources 3-10 words, targets up to 48 actions), each
+    beside their model on that row alone: float64, dropout off, training and evaluation mode."""
+    vocab = official[2]
+    mine, theirs = paired(official, tokenizer, vocab)
+    mine.train(mode == "train")
+    theirs.train(mode == "train")
+    examples = official_rows(official, vocab, scan_files[1], 40)
+    input_ids, mask, labels = our_batch(tokenizer, examples)
+    assert len(set(mask.sum(1).tolist())) > 3 and len(set(labels.ne(-100).sum(1).tolist())) > 5
+    out = our_ids(tokenizer, vocab["out_token_to_idx"])
+    with torch.no_grad():
+        logits = mine(input_ids=input_ids, attention_mask=mask, labels=labels).logits
+        for row, example in enumerate(examples):
+            expected = official_log_probs(theirs, example)
+            steps = int(labels[row].ne(-100).sum())
+            assert expected.shape[0] == steps
+            got = logits[row, :steps, out].log_softmax(-1)
+            assert (got - expected).abs().max().item() <= 1e-6
+
+
+def test_one_adam_step_with_clipping_gives_the_same_weights(official, tokenizer, scan_files, float64):
+    """train_test.py: Adam(lr 0.001), NLL over the actions averaged over tokens, clip_grad_norm_ 5.0, batch of one.
+    Our side takes the same loss over its logits restricted to the actions."""
+    vocab = official[2]
+    mine, theirs = paired(official, tokenizer, vocab)
+    out = our_ids(tokenizer, vocab["out_token_to_idx"])
+    example = official_rows(official, vocab, scan_files[0], 7)[6]
+    input_ids, mask, labels = our_batch(tokenizer, [example])
+    for model in (mine, theirs):
+        model.optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
+    for _ in range(3):
+        logits = mine(input_ids=input_ids, attention_mask=mask, labels=labels).logits[0, :, out]
+        targets = torch.tensor([out.tolist().index(i) for i in labels[0].tolist()])
+        loss = F.nll_loss(logits.log_softmax(-1), targets)
+        mine.optimizer.zero_grad()
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(mine.parameters(), max_norm=5.0)
+        mine.optimizer.step()
+
+        log_probs, true_actions = theirs([torch.stack(example[0])], [torch.stack(example[1])])
+        their_loss = torch.nn.NLLLoss(reduction="mean", ignore_index=-100)(log_probs, true_actions)
+        theirs.optimizer.zero_grad()
+        their_loss.backward()
+        their_norm = torch.nn.utils.clip_grad_norm_(list(theirs.parameters()), max_norm=5.0)
+        theirs.optimizer.step()
+        assert abs(loss.item() - their_loss.item()) <= 1e-9 and abs(norm.item() - their_norm.item()) <= 1e-9
+    assert norm.item() > 0.1
+    converted = official_state_dict(mine, tokenizer, vocab)
+    for name, parameter in theirs.named_parameters():
+        assert (converted[name] - parameter.detach()).abs().max().item() <= 1e-6, name
+
+
+def test_our_loss_normalises_over_the_shared_vocabulary(official, tokenizer, scan_files, float64):
+    """The one difference the converter cannot remove: our loss is the cross-entropy over every token of the shared
+    vocabulary (instruction words included), theirs over the actions (listed by `zoo --model syntactic_attention`)."""
+    vocab = official[2]
+    mine, theirs = paired(official, tokenizer, vocab)
+    example = official_rows(official, vocab, scan_files[0], 1)[0]
+    input_ids, mask, labels = our_batch(tokenizer, [example])
+    with torch.no_grad():
+        logits = mine(input_ids=input_ids, attention_mask=mask, labels=labels).logits
+        ours_loss = F.cross_entropy(logits[0], labels[0])
+        log_probs, true_actions = theirs([torch.stack(example[0])], [torch.stack(example[1])])
+        their_loss = torch.nn.NLLLoss(ignore_index=-100)(log_probs, true_actions)
+    assert len(tokenizer) > len(vocab["out_token_to_idx"]) and ours_loss.item() > their_loss.item() + 1e-3
+
+
+def test_greedy_actions_equal_their_argmax_on_200_real_sources(official, tokenizer, scan_files):
+    """Their prediction (`max_len` steps, the argmax of each, as check_accuracy reads it) and our `generate` (greedy)
+    on 200 add-jump test sources, after 100 training updates of ours (16 rows each) so that the actions are not all alike."""
+    vocab = official[2]
+    mine, theirs = paired(official, tokenizer, vocab)
+    mine = mine.float()
+    out = our_ids(tokenizer, vocab["out_token_to_idx"])
+    with torch.no_grad():
+        for parameter in mine.parameters():
+            parameter.mul_(4)
+        # their output layer has a row per action only: ours may choose among the same tokens
+        others = torch.ones(len(tokenizer), dtype=torch.bool)
+        others[out] = False
+        mine.output.bias[others] = -1e4
+    mine.eval()
+    theirs = official_model(official, vocab, max_len=60).eval()
+    theirs.load_state_dict({name: tensor.float() for name, tensor in official_state_dict(mine, tokenizer, vocab).items()})
+    examples = official_rows(official, vocab, scan_files[1], 200)
+    input_ids, mask, _ = our_batch(tokenizer, examples)
+    with torch.no_grad():
+        generated = mine.generate(input_ids=input_ids, attention_mask=mask, max_length=60, do_sample=False, num_beams=1)
+    to_theirs = {int(ours_id): index for index, ours_id in enumerate(out.tolist())}
+    end = vocab["out_token_to_idx"]["<EOS>"]
+    distinct = set()
+    for row, example in enumerate(examples):
+        with torch.no_grad():
+            log_probs, _ = theirs([torch.stack(example[0])], [torch.stack(example[1])])
+        their_ids = log_probs[0].argmax(0).tolist()
+        their_ids = their_ids[:their_ids.index(end) + 1] if end in their_ids else their_ids
+        our_tokens = generated[row, 1:].tolist()
+        our_tokens = our_tokens[:our_tokens.index(tokenizer.eos_token_id) + 1] \
+            if tokenizer.eos_token_id in our_tokens else our_tokens
+        assert [to_theirs[token] for token in our_tokens] == their_ids, row
+        distinct.add(tuple(their_ids))
+    assert len(distinct) > 20
+
+
+def test_the_initial_draw_is_theirs_tensor_by_tensor(official, tokenizer):
+    """Each of their tensors against ours under the converter, drawn from other seeds: a two-sample Kolmogorov-Smirnov
+    test per tensor (a wrong gain, fan or distribution is rejected at these sizes; the smallest, their output bias of 8,
+    is pooled over 200 draws)."""
+    vocab = official[2]
+    torch.manual_seed(11)
+    mine = official_state_dict(ours(tokenizer), tokenizer, vocab)
+    torch.manual_seed(12)
+    theirs = dict(official_model(official, vocab).named_parameters())
+    assert set(mine) == set(theirs)
+    for name, tensor in theirs.items():
+        assert tensor.shape == mine[name].shape, name
+        if tensor.numel() < 1000:
+            continue
+        result = stats.ks_2samp(mine[name].flatten().numpy(), tensor.detach().flatten().numpy())
+        assert result.pvalue > 1e-4, (name, result)
+    small_mine = torch.cat([official_state_dict(ours(tokenizer), tokenizer, vocab)["decoder.out.bias"]
+                            for _ in range(200)])
+    small_theirs = torch.cat([official_model(official, vocab).decoder.out.bias.detach() for _ in range(200)])
+    assert stats.ks_2samp(small_mine.numpy(), small_theirs.numpy()).pvalue > 1e-4
