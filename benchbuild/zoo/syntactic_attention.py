@@ -38,7 +38,7 @@ from transformers.utils import ModelOutput
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo.dropout import Dropout
-from benchbuild.zoo.recurrent import bidirectional_states, dot_attention, packed_lstm
+from benchbuild.zoo.recurrent import AttentionLoop, bidirectional_states, dot_attention, packed_lstm
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel
 
 
@@ -157,13 +157,17 @@ class SyntacticAttentionForSeq2Seq(ZooSeq2SeqModel):
         """α (B, steps, L) of the official decoder loop: α_i = softmax_j(s_i · h_j) (Eq. 2), c_i = Σ_j α_ij h_j and
         s_{i+1} = g(s_i, c_i) (Eq. 3), from s_0 = `initial_query` and g's (h, c) at zero (official initHidden)."""
         keys, mask = encoding.last_hidden_state, encoding.source_mask
+        lstm = self.decoder_lstm
+        if lstm.num_layers == 1:  # the same loop in one autograd node (benchbuild.zoo.recurrent.AttentionLoop)
+            return AttentionLoop.apply(keys, mask, encoding.initial_query, lstm.weight_ih_l0, lstm.bias_ih_l0,
+                                       lstm.weight_hh_l0, lstm.bias_hh_l0, steps)
         query, state, weights = encoding.initial_query, None, []
         for step in range(steps):
             alpha = dot_attention(query, keys, mask)
             weights.append(alpha)
             if step + 1 < steps:
                 context = torch.einsum("bl,bld->bd", alpha, keys)
-                output, state = self.decoder_lstm(context[:, None], state)
+                output, state = lstm(context[:, None], state)
                 query = output[:, 0]
         return torch.stack(weights, dim=1)
 

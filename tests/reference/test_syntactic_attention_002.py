@@ -248,3 +248,36 @@ def test_the_initial_draw_is_theirs_tensor_by_tensor(official, tokenizer):
                             for _ in range(200)])
     small_theirs = torch.cat([official_model(official, vocab).decoder.out.bias.detach() for _ in range(200)])
     assert stats.ks_2samp(small_mine.numpy(), small_theirs.numpy()).pvalue > 1e-4
+
+
+def test_two_hundred_updates_follow_their_loss_curve(official, tokenizer, scan_files, float64):
+    """200 Adam updates (lr 0.001, clip 5.0, batch of one, train_test.py's loop) on the first 200 add-jump training
+    rows, both models at a small size (m = x = 16) so that it runs in seconds: every loss within 1e-5 of theirs."""
+    vocab = official[2]
+    torch.manual_seed(3)
+    mine = build_model(load_entry("syntactic_attention"), vocab_size=len(tokenizer),
+                       pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                       eos_token_id=tokenizer.eos_token_id,
+                       overrides={"dropout": 0.0, "d_semantic": 16, "hidden_size": 16}).double()
+    theirs = official[0].Seq2SeqSynAttn(len(vocab["in_token_to_idx"]), 16, 16, len(vocab["out_token_to_idx"]), "LSTM",
+                                        1, 0.0, False, False, False, None, torch.device("cpu")).double()
+    theirs.load_state_dict(official_state_dict(mine, tokenizer, vocab))
+    out = our_ids(tokenizer, vocab["out_token_to_idx"])
+    position = {int(token): index for index, token in enumerate(out.tolist())}
+    optimizers = [torch.optim.Adam(model.parameters(), lr=0.001) for model in (mine, theirs)]
+    ours_losses, their_losses = [], []
+    for example in official_rows(official, vocab, scan_files[0], 200):
+        input_ids, mask, labels = our_batch(tokenizer, [example])
+        logits = mine(input_ids=input_ids, attention_mask=mask, labels=labels).logits[0, :, out]
+        loss = F.nll_loss(logits.log_softmax(-1), torch.tensor([position[i] for i in labels[0].tolist()]))
+        log_probs, true_actions = theirs([torch.stack(example[0])], [torch.stack(example[1])])
+        their_loss = torch.nn.NLLLoss(ignore_index=-100)(log_probs, true_actions)
+        for model, optimizer, value in ((mine, optimizers[0], loss), (theirs, optimizers[1], their_loss)):
+            optimizer.zero_grad()
+            value.backward()
+            torch.nn.utils.clip_grad_norm_(list(model.parameters()), max_norm=5.0)
+            optimizer.step()
+        ours_losses.append(loss.item())
+        their_losses.append(their_loss.item())
+    assert sum(their_losses[-20:]) < sum(their_losses[:20]) * 0.9  # it learns (2.10 -> 1.76): the curve is not flat
+    assert max(abs(a - b) for a, b in zip(ours_losses, their_losses)) <= 1e-5
