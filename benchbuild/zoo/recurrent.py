@@ -36,31 +36,91 @@ def lstm_cell(projected: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] 
 
 def unrolled_lstm(lstm: nn.LSTM, inputs: torch.Tensor,
                   mask: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-    """A one-layer batch-first `lstm` over right-padded `inputs` (B, L, ·), step by step in `lstm_cell`: what
-    `packed_lstm` returns. Each direction projects every position's input in one product; a row's state stays put at its
-    padding (so the forward direction ends at the row's last word and the backward one starts there, from zero), and
-    the outputs are zero at padded positions."""
-    length = inputs.size(1)
-    padded = not bool(mask.all())
-    keep = mask.bool()[:, :, None] if padded else None
+    """A one-layer batch-first `lstm` over right-padded `inputs` (B, L, ·), its cell written out: what `packed_lstm`
+    returns. Each direction projects every position's input in one product, then runs its steps in one autograd node
+    (`LSTMLayer`); a row's state stays put at its padding (so the forward direction ends at the row's last word and
+    the backward one starts there, from zero), and the outputs are zero at padded positions."""
+    keep = None if bool(mask.all()) else mask.to(inputs.dtype)[:, :, None]
     outputs, finals, cells = [], [], []
     for suffix in ("", "_reverse")[:2 if lstm.bidirectional else 1]:
         projected = F.linear(inputs, getattr(lstm, f"weight_ih_l0{suffix}"), getattr(lstm, f"bias_ih_l0{suffix}"))
-        weight_hh, bias_hh = getattr(lstm, f"weight_hh_l0{suffix}"), getattr(lstm, f"bias_hh_l0{suffix}")
-        order = range(length - 1, -1, -1) if suffix else range(length)
-        state, states = None, [None] * length
-        for position in order:
-            new = lstm_cell(projected[:, position], state, weight_hh, bias_hh)
-            if padded:
-                zero = (torch.zeros_like(new[0]), torch.zeros_like(new[1])) if state is None else state
-                new = tuple(torch.where(keep[:, position], part, old) for part, old in zip(new, zero))
-            state = new
-            states[position] = new[0]
-        output = torch.stack(states, dim=1)
-        outputs.append(output * keep if padded else output)
-        finals.append(state[0])
-        cells.append(state[1])
+        output, final, cell = LSTMLayer.apply(projected, getattr(lstm, f"weight_hh_l0{suffix}"),
+                                              getattr(lstm, f"bias_hh_l0{suffix}"), keep, bool(suffix))
+        outputs.append(output)
+        finals.append(final)
+        cells.append(cell)
     return torch.cat(outputs, dim=-1), (torch.stack(finals), torch.stack(cells))
+
+
+class LSTMLayer(torch.autograd.Function):
+    """The steps of one LSTM direction over projected inputs (B, L, 4H) in one autograd node, backward written out:
+    (outputs (B, L, H), final h, final c). `keep` (B, L, 1), 1 at real positions, or None when no row is padded;
+    `reverse` runs from the last position to the first. The recurrent weight's gradient is one product over all steps
+    (plain autograd writes a weight-sized gradient per step)."""
+
+    @staticmethod
+    def forward(ctx, projected, weight_hh, bias_hh, keep, reverse: bool):
+        batch, length = projected.shape[:2]
+        hidden = weight_hh.size(1)
+        order = range(length - 1, -1, -1) if reverse else range(length)
+        state = projected.new_zeros(batch, hidden)
+        cell = projected.new_zeros(batch, hidden)
+        outputs = projected.new_zeros(batch, length, hidden)
+        previous_states, previous_cells = torch.empty_like(outputs), torch.empty_like(outputs)
+        activations, cell_tanhs = torch.empty_like(projected), torch.empty_like(outputs)
+        for position in order:
+            previous_states[:, position], previous_cells[:, position] = state, cell
+            gates = torch.addmm(projected[:, position] + bias_hh, state, weight_hh.t())
+            gate_in, gate_forget, cell_input, gate_out = gates.chunk(4, dim=-1)
+            gate_in, gate_forget, gate_out = gate_in.sigmoid(), gate_forget.sigmoid(), gate_out.sigmoid()
+            cell_input = cell_input.tanh()
+            new_cell = gate_forget * cell + gate_in * cell_input
+            cell_tanh = new_cell.tanh()
+            new_state = gate_out * cell_tanh
+            activations[:, position] = torch.cat([gate_in, gate_forget, cell_input, gate_out], dim=-1)
+            cell_tanhs[:, position] = cell_tanh
+            if keep is None:
+                state, cell = new_state, new_cell
+                outputs[:, position] = new_state
+            else:
+                here = keep[:, position]
+                state = torch.lerp(state, new_state, here)
+                cell = torch.lerp(cell, new_cell, here)
+                outputs[:, position] = new_state * here
+        ctx.reverse = reverse
+        ctx.save_for_backward(weight_hh, keep, previous_states, previous_cells, activations, cell_tanhs)
+        return outputs, state, cell
+
+    @staticmethod
+    def backward(ctx, grad_outputs, grad_state, grad_cell):
+        weight_hh, keep, previous_states, previous_cells, activations, cell_tanhs = ctx.saved_tensors
+        length = activations.size(1)
+        order = range(length) if ctx.reverse else range(length - 1, -1, -1)
+        grad_gates = torch.zeros_like(activations)
+        grad_state = torch.zeros_like(previous_states[:, 0]) if grad_state is None else grad_state.clone()
+        grad_cell = torch.zeros_like(previous_cells[:, 0]) if grad_cell is None else grad_cell.clone()
+        for position in order:
+            grad_new_state = grad_state + grad_outputs[:, position]
+            grad_new_cell = grad_cell
+            if keep is not None:
+                here = keep[:, position]
+                grad_new_state, grad_new_cell = grad_new_state * here, grad_new_cell * here
+                passed_state, passed_cell = grad_state * (1 - here), grad_cell * (1 - here)
+            gate_in, gate_forget, cell_input, gate_out = activations[:, position].chunk(4, dim=-1)
+            cell_tanh = cell_tanhs[:, position]
+            grad_c = grad_new_cell + grad_new_state * gate_out * (1 - cell_tanh * cell_tanh)
+            grad = torch.cat([grad_c * cell_input * gate_in * (1 - gate_in),
+                              grad_c * previous_cells[:, position] * gate_forget * (1 - gate_forget),
+                              grad_c * gate_in * (1 - cell_input * cell_input),
+                              grad_new_state * cell_tanh * gate_out * (1 - gate_out)], dim=-1)
+            grad_gates[:, position] = grad
+            grad_state = grad @ weight_hh
+            grad_cell = grad_c * gate_forget
+            if keep is not None:
+                grad_state, grad_cell = grad_state + passed_state, grad_cell + passed_cell
+        flat = grad_gates.reshape(-1, grad_gates.size(-1))
+        grad_weight_hh = flat.t() @ previous_states.reshape(-1, previous_states.size(-1))
+        return grad_gates, grad_weight_hh, flat.sum(0), None, None
 
 
 def packed_lstm(lstm: nn.LSTM, inputs: torch.Tensor,

@@ -33,8 +33,9 @@ def test_unrolled_lstm_equals_torch_packed_lstm_values_and_gradients(bidirection
     for got, want in ((output, expected), (final, expected_h), (cell, expected_c)):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
     weights = torch.randn(output.shape, generator=generator, dtype=torch.float64)
-    expected_grads = torch.autograd.grad((expected * weights).sum() + expected_h.sum(), [inputs, *lstm.parameters()])
-    grads = torch.autograd.grad((output * weights).sum() + final.sum(), [inputs, *lstm.parameters()])
+    expected_grads = torch.autograd.grad((expected * weights).sum() + expected_h.sum() + 2 * expected_c.sum(),
+                                         [inputs, *lstm.parameters()])
+    grads = torch.autograd.grad((output * weights).sum() + final.sum() + 2 * cell.sum(), [inputs, *lstm.parameters()])
     for got, want in zip(grads, expected_grads):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
 
