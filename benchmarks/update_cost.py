@@ -8,9 +8,10 @@ the FLOP rate as a share of the matrix product's; and the profile's top operator
 
 Cases: 002's `syntactic_attention` (recipe scan, batch 1) as it runs now and with its LSTMs back on torch's oneDNN
 kernels (`--onednn`: the update before the unrolled cell and the one-node decoder loop, benchbuild.zoo.recurrent);
-`lstm_attention` (scan, batch 1); the zoo `transformer` with 000's SCAN recipe (scan_000) and 003's (scan), batch 256.
+`lstm_attention` (scan, batch 1); the zoo `transformer` with 000's SCAN recipe (scan_000) and 003's (scan), 003's `universal_transformer` and
+`relative_universal_transformer` (scan), batch 256.
 
-Run: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/update_cost.py [--updates 40] [--cases sa,sa-onednn,lstm,t000,t003]
+Run: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/update_cost.py [--updates 40] [--cases sa,sa-onednn,lstm,t000,t003,ut,rut]
       [--profile]
 """
 
@@ -43,6 +44,8 @@ CASES = {  # name: (entry, recipe, oneDNN LSTMs)
     "lstm": ("lstm_attention", "scan", False),
     "t000": ("transformer", "scan_000", False),
     "t003": ("transformer", "scan", False),
+    "ut": ("universal_transformer", "scan", False),
+    "rut": ("relative_universal_transformer", "scan", False),
 }
 
 

@@ -15,13 +15,23 @@ from benchbuild.options import MAX_SEED, DeviceOption, key_values
 from benchbuild.outputs import check_output
 
 
+def _text_or_json(value: str) -> str:
+    if value not in ("text", "json"):
+        raise typer.BadParameter(f"{value!r} is not one of text, json")
+    return value
+
+
 def zoo_command(
     papers: Annotated[bool, typer.Option("--papers", help="List the cited papers instead: id, full citation, "
                                          "what benchbuild takes from it, its zoo models.")] = False,
     model: Annotated[Optional[str], typer.Option(
         "--model", help="Show one model instead: per recipe, the architecture it trains, its parameter count, its "
-        "selection rule, the paper's numbers made with it (and which statistic each is), its sources and its known "
-        "differences from the paper.")] = None,
+        "selection rule, the paper's numbers made with it (which statistic each is, and whether benchbuild's runs "
+        "reproduce it), its sources and its known differences from the paper.")] = None,
+    format_: Annotated[str, typer.Option(
+        "--format", metavar="text|json", callback=_text_or_json,
+        help="json: the entries (or the --model one) with every paper number and its reproduction status from the "
+        "ledger (`ours`: status, the runs' values and evidence, the command that reproduces it), for scripts.")] = "text",
 ) -> None:
     """List the model zoo: every catalogue entry with its kind, paper ids, known differences from its papers and one
     line (one block per model)."""
@@ -38,6 +48,9 @@ def zoo_command(
                                         subsequent_indent=rest, break_on_hyphens=False)
                           for number, text in enumerate(paragraphs))
 
+    if format_ == "json":
+        _print_json(model)
+        return
     if model is not None:
         _print_resolved_model(model)
         return
@@ -64,6 +77,23 @@ def zoo_command(
                   markup=False, highlight=False, soft_wrap=True)
 
 
+def _print_json(name: str | None) -> None:
+    """`zoo --format json`: each entry (or the one named) with its `[[reported]]` rows, each with `ours`."""
+    import json
+
+    from benchbuild.ledger import key_of, load_ledger, ours_json
+    from benchbuild.zoo import list_entries, load_entry
+
+    ledger = load_ledger()
+    entries = [load_entry(name)] if name is not None else list_entries()
+    models = [{"name": entry.name, "kind": entry.architecture["kind"], "paper": entry.paper, "summary": entry.summary,
+               "recipes": sorted(entry.recipes),
+               "reported": [{**row, "ours": ours_json(ledger.get(key_of(entry.name, row)), row)}
+                            for row in entry.reported]}
+              for entry in entries]
+    print(json.dumps({"models": models}, indent=2, ensure_ascii=False))
+
+
 def _print_resolved_model(name: str) -> None:
     """`zoo --model NAME`: per recipe, the resolved architecture (recipe keys over `[architecture]`), the parameter
     count of a fresh model over the recipe's vocabulary size (BPE) or 32 words (SCAN's commands), the selection rule,
@@ -76,10 +106,12 @@ def _print_resolved_model(name: str) -> None:
     import torch
     from rich.text import Text
 
-    from benchbuild.papers import reported_in_words, selection_rule
+    from benchbuild.ledger import load_ledger
+    from benchbuild.papers import selection_rule
     from benchbuild.zoo import build_model, load_entry
     from benchbuild.zoo.catalogue import resolved_architecture
 
+    ledger = load_ledger()
     entry = load_entry(name)
     out.print(Text(entry.name, style="bold"))
     out.print(textwrap.fill(f"{entry.summary} (paper {entry.paper}). A run trains with the recipe of the reported "
@@ -98,7 +130,8 @@ def _print_resolved_model(name: str) -> None:
                         "are in its model card" if separate else f"vocabulary {vocabulary:,}")
         parameters = sum(parameter.numel() for parameter in network.parameters())
         changed = ", ".join(sorted(recipe.get("architecture", {}))) or "none"
-        numbers = [reported_in_words(row) for row in entry.reported if row.get("recipe") == family]
+        numbers = [line for row in entry.reported if row.get("recipe") == family
+                   for line in _with_status(entry.name, row, ledger)]
         fidelity = entry.fidelity.get(family, {"sources": [], "differences": []})
         differences = fidelity["differences"]
         # (text, indent of its first line, indent of the rest)
@@ -117,6 +150,21 @@ def _print_resolved_model(name: str) -> None:
         text = "\n".join(textwrap.fill(paragraph, max(out.width, 40), initial_indent=first, subsequent_indent=rest,
                                        break_on_hyphens=False) for paragraph, first, rest in paragraphs)
         out.print("\n" + text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _with_status(model: str, row: dict, ledger: dict) -> list[str]:
+    """A paper number as `zoo --model` lists it: "[status] the number in words", then what our runs show."""
+    from benchbuild.ledger import assess, key_of
+    from benchbuild.papers import reported_in_words
+
+    record = ledger.get(key_of(model, row))
+    assessment = assess(record, row)
+    lines = [f"[{assessment.status}] {reported_in_words(row)}"]
+    if assessment.status != "not run":
+        values = ", ".join("-" if run.value is None else f"{run.value:g}" for run in record.runs)
+        lines.append(f"ours: {assessment.evidence()} (seeds {', '.join(str(run.seed) for run in record.runs)}: "
+                     f"{values})" + (f"; ruled out: {record.ruled_out}" if record.ruled_out else ""))
+    return lines
 
 
 def train_command(

@@ -19,7 +19,7 @@ from benchbuild.report.rows import ReportRow
 COLUMNS = ("model", "benchmark", "split", "metric", "runs", "seeds", "mean", "standard_error", "paper", "published",
            "comparable", "not_comparable_because", "paper_source", "paper_citation_key", "select", "paper_statistic",
            "paper_model", "ours_by_paper_statistic", "ours_spread", "ours_statistic", "excluded_runs", "differences",
-           "p_vs_best", "test_vs_best", "ci_low", "ci_high", "ci_basis")
+           "p_vs_best", "test_vs_best", "ci_low", "ci_high", "ci_basis", "ledger_status")
 
 
 def csv_fields(row: ReportRow) -> list[Any]:
@@ -47,7 +47,8 @@ def csv_fields(row: ReportRow) -> list[Any]:
             "" if against is None or against.p_value is None else f"{against.p_value:.6g}",
             "" if against is None else against.method,
             *(("", "", "") if interval is None else
-              (f"{interval[0][0]:.4f}", f"{interval[0][1]:.4f}", interval[1]))]
+              (f"{interval[0][0]:.4f}", f"{interval[0][1]:.4f}", interval[1])),
+            row.ledger_status]
 
 
 def csv_table(rows: Iterable[ReportRow]) -> str:

@@ -158,10 +158,12 @@ def _paper(row: ReportRow | None, notes: Footnotes) -> Cell:
 
 
 def _source(row: ReportRow) -> Markup:
-    """The paper's number's source in words, linked to its entry in the page's references where it has one."""
+    """The paper's number's source in words, linked to its entry in the page's references where it has one, and what
+    benchbuild's reproduction ledger says of that number."""
+    ledger = Markup(" (benchbuild's ledger: {})").format(row.ledger_status) if row.ledger_status else ""
     if not row.citation_key:
-        return Markup("{}").format(row.source)
-    return Markup('<a href="#ref-{}">{}</a>').format(row.citation_key, row.source)
+        return Markup("{}{}").format(row.source, ledger)
+    return Markup('<a href="#ref-{}">{}</a>{}').format(row.citation_key, row.source, ledger)
 
 
 def _marked(text: str | Markup, *numbers: int | None) -> Markup:

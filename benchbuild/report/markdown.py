@@ -49,6 +49,8 @@ def markdown_table(rows: Sequence[ReportRow]) -> str:
         if row.compared_paper is not None:
             paper = f"{row.paper:g}" + _marker(notes.mark(row.paper_note))
             statistic, source = statistic_in_words(row.reported), row.source
+            if row.ledger_status:
+                source += f" (benchbuild's ledger: {row.ledger_status})"
         lines.append(table_row([model, row.benchmark, row.split, row.metric, f"{len(row.values)} ({seeds})",
                                 f"{row.mean:.2f}{error}", interval_text(row), as_paper, paper, statistic, source,
                                 row.comparison_words, row.select,
@@ -61,9 +63,10 @@ def markdown_table(rows: Sequence[ReportRow]) -> str:
                   "| model | benchmark | split | metric | published | paper's statistic | source | what differs |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for row in apart:
+            ledger = f" (benchbuild's ledger: {row.ledger_status})" if row.ledger_status else ""
             lines.append(table_row([row.model, row.benchmark, row.split, row.metric,
                                     f"{row.paper:g}{_marker(notes.mark(row.paper_note))}",
-                                    statistic_in_words(row.reported), row.source, row.comparison.words]))
+                                    statistic_in_words(row.reported), row.source + ledger, row.comparison.words]))
     if notes.texts:
         lines += ["", *(f"{number}. {text(note)}" for number, note in enumerate(notes.texts, start=1))]
     papers = cited_papers(rows)

@@ -185,6 +185,18 @@ class ReportRow:
     bleu_tokenizers: list[str] = field(default_factory=list)
 
     @property
+    def ledger_status(self) -> str:
+        """What the reproduction ledger says of the paper's number here ("reproduced", "partial", ...:
+        benchbuild/ledger.toml, the statuses of docs/catalogue.md); "" without a paper number or a ledger record (a
+        model file outside the catalogue)."""
+        if self.reported is None:
+            return ""
+        from benchbuild.ledger import assess, key_of, load_ledger
+
+        record = load_ledger().get(key_of(self.zoo_reference, self.reported))
+        return "" if record is None else assess(record, self.reported).status
+
+    @property
     def select(self) -> str:
         """The checkpoint selection rule of the runs (`last`, `best_validation`), each named once."""
         return ", ".join(dict.fromkeys(self.selections))

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The CPU queue's background runs (benchmarks/cpu/QUEUE.md): one thread each, nice 19, in their own session so that
+# they outlive the shell; resumable (a rerun of `start` with the same item and seed resumes from the run's last
+# checkpoint or resume point). At most two at once on a 2-core machine; pause them for any timing or test run.
+#
+#   bash benchmarks/cpu/queue.sh start ITEM SEED   ITEM: sa-jump sa-simple sa-turn-left sa-length lstm-jump lstm-simple
+#                                                        t000-simple t000-around-right ut-cutoff26 rut-cutoff26
+#   bash benchmarks/cpu/queue.sh pause | resume | status | stop
+#   bash benchmarks/cpu/queue.sh eval ITEM SEED    score the run on test (and on train for 002's exclusion rule)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${BIN:-.venv/bin}
+OUT=${QUEUE_OUT:-runs/queue}
+
+item() {  # ITEM -> "model recipe split extra-flags"
+    case "$1" in
+        sa-jump) echo "syntactic_attention scan addprim_jump --stop-when-settled" ;;
+        sa-simple) echo "syntactic_attention scan simple --stop-when-settled" ;;
+        sa-turn-left) echo "syntactic_attention scan addprim_turn_left --stop-when-settled" ;;
+        sa-length) echo "syntactic_attention scan length" ;;
+        lstm-jump) echo "lstm_attention scan addprim_jump" ;;
+        lstm-simple) echo "lstm_attention scan simple --stop-when-settled" ;;
+        t000-simple) echo "transformer scan_000 simple" ;;
+        t000-around-right) echo "transformer scan_000 template_around_right" ;;
+        ut-cutoff26) echo "universal_transformer scan length_cutoff_26" ;;
+        rut-cutoff26) echo "relative_universal_transformer scan length_cutoff_26" ;;
+        *) echo "queue.sh: unknown item '$1' (see benchmarks/cpu/QUEUE.md)" >&2; exit 2 ;;
+    esac
+}
+
+case "${1:-status}" in
+    start)
+        [ $# -eq 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
+        read -r model recipe split flags <<<"$(item "$2")"
+        "$BIN/benchbuild" build-scan --out out/scan --split "$split" >/dev/null
+        run="$OUT/$2/seed$3"
+        mkdir -p "$OUT/$2"
+        (OMP_NUM_THREADS=1 setsid nohup nice -n 19 "$BIN/benchbuild" train --model "$model" --recipe "$recipe" \
+            --data "out/scan/$split" --out "$run" --seed "$3" --device cpu $flags >>"$run.log" 2>&1 &)
+        echo "started $2 seed $3: $run (log $run.log)" ;;
+    eval)
+        [ $# -eq 3 ] || { echo "usage: queue.sh eval ITEM SEED" >&2; exit 2; }
+        read -r model recipe split flags <<<"$(item "$2")"
+        run="$OUT/$2/seed$3"
+        OMP_NUM_THREADS=1 "$BIN/benchbuild" eval --run "$run" --data "out/scan/$split" --device cpu
+        if [ "$model" = syntactic_attention ]; then
+            OMP_NUM_THREADS=1 "$BIN/benchbuild" eval --run "$run" --data "out/scan/$split" --split train --device cpu \
+                --out "$run/train-eval"
+        fi ;;
+    pause) pkill -STOP -f "benchbuild train" || true; echo paused ;;
+    resume) pkill -CONT -f "benchbuild train" || true; echo resumed ;;
+    stop) pkill -TERM -f "benchbuild train" || true; echo "stopped (each saves a resume point)" ;;
+    status)
+        for log in "$OUT"/*/seed*.log; do
+            [ -e "$log" ] || continue
+            printf '%s: %s\n' "${log%.log}" "$(tr '\r' '\n' <"$log" | grep -v '^$' | tail -n 1 | cut -c1-110)"
+        done ;;
+    *) echo "usage: queue.sh start ITEM SEED | eval ITEM SEED | pause | resume | stop | status" >&2; exit 2 ;;
+esac

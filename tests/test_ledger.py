@@ -1,0 +1,113 @@
+"""The reproduction ledger (benchbuild/ledger.toml, benchbuild/ledger.py): one record per number the catalogue quotes,
+every stored status the one its runs support, the docs table generated from it, and `zoo` showing it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchbuild.ledger import (TABLE_END, TABLE_START, LedgerRecord, LedgerRun, assess, catalogue_numbers, key_of,
+                               load_ledger, markdown_table)
+from benchbuild.zoo import list_entries
+
+ROOT = Path(__file__).resolve().parent.parent
+LEDGER = load_ledger()
+NUMBERS = catalogue_numbers(list_entries())
+
+
+def reported(model: str, benchmark: str, table: str) -> dict:
+    return next(row for name, row in NUMBERS if name == model and row["benchmark"] == benchmark
+                and row["table"] == table)
+
+
+def runs(*values, **fields) -> tuple[LedgerRun, ...]:
+    return tuple(LedgerRun(seed=seed, value=value, **fields) for seed, value in enumerate(values))
+
+
+def record(model="m", runs_=(), status="not run") -> LedgerRecord:
+    return LedgerRecord(model=model, benchmark="b", metric="exact_match", table="t", status=status, runs=runs_)
+
+
+def test_every_catalogue_number_has_one_record_and_every_record_a_number():
+    keys = [key_of(model, row) for model, row in NUMBERS]
+    assert len(keys) == len(set(keys)) == 96
+    assert set(LEDGER) == set(keys)
+
+
+@pytest.mark.parametrize("model,row", NUMBERS, ids=[" ".join(key_of(m, r)) for m, r in NUMBERS])
+def test_each_stored_status_is_the_one_its_runs_support(model, row):
+    entry = LEDGER[key_of(model, row)]
+    assessment = assess(entry, row)
+    assert entry.status == assessment.status, assessment.in_words()
+    if assessment.status == "not reproduced":
+        assert entry.ruled_out, "a number not reproduced says what has been ruled out"
+    if entry.runs:
+        assert entry.command, "a record with runs names the command that reproduces them"
+    for run in entry.runs:
+        assert run.value is None or (row["metric"] != "exact_match" or 0.0 <= run.value <= 100.0)
+        if run.interval is not None:
+            assert run.interval[0] <= run.value <= run.interval[1]
+        assert run.date and run.device
+
+
+def test_the_status_claims_no_more_than_the_runs_show():
+    jump = reported("transformer", "scan/addprim_jump", "000 Table 3")  # 3.4 ± 2.0 (se) over 3 runs
+    assert assess(record(runs_=runs(2.18, 2.78, 1.70)), jump).status == "reproduced"
+    # two seeds are fewer than the paper's three: partial, whatever their values
+    assert assess(record(runs_=runs(3.4, 3.4)), jump).status == "partial"
+    # a run short of the protocol does not count
+    short = runs(2.18, 2.78) + (LedgerRun(seed=2, value=1.7, protocol="first 4,000 of 14,327 steps"),)
+    assert assess(record(runs_=short), jump).status == "partial"
+    # three seeds far from the paper: outside the spread, and Welch's test rejects
+    far = assess(record(runs_=runs(40.0, 41.0, 42.0)), jump)
+    assert far.status == "not reproduced" and "rejects" in far.rule
+    t5 = reported("sag_t5", "scan/addprim_jump", "000 Table 3")  # 43.0 ± 9.5 (se)
+    assert assess(record(runs_=runs(30.0, 35.0, 38.0)), t5).status == "reproduced"  # within one SEM: 34.3
+    assert assess(record(), t5).status == "not run"
+
+
+def test_002s_exclusion_rule_is_applied_from_each_seeds_train_exact_match():
+    jump = reported("syntactic_attention", "scan/addprim_jump", "002 Table 1")  # median of 25, ≤ 10% excluded
+    assert jump["min_train_exact_match"] == 10.0 and jump["runs"] == 25
+    trained = [LedgerRun(seed=seed, value=90.0 + seed % 5, train_exact_match=99.0) for seed in range(25)]
+    untrained = [LedgerRun(seed=25 + seed, value=0.0, train_exact_match=8.0) for seed in range(5)]
+    result = assess(record(runs_=tuple(trained + untrained)), jump)
+    assert result.status == "reproduced" and result.counted == 25 and result.ours == 92.0
+    # without the rule's exclusion the 5 untrained runs would pull the median down; with 4 trained runs too few
+    few = assess(record(runs_=tuple(trained[:24] + untrained)), jump)
+    assert few.status == "partial" and "5 excluded" in few.reason and few.counted == 24
+    # a run whose train exact match was not measured cannot be counted under the rule
+    unscored = [LedgerRun(seed=seed, value=90.0) for seed in range(25)]
+    result = assess(record(runs_=tuple(unscored)), jump)
+    assert result.status == "partial" and "25 without a train exact match" in result.reason
+
+
+def test_a_median_without_spread_is_compared_with_our_runs_range():
+    cutoff = reported("universal_transformer", "scan/length_cutoff_26", "003 Table 1")  # median 21 of 5, no spread
+    assert assess(record(runs_=runs(5.0, 15.0, 22.0, 30.0, 60.0)), cutoff).status == "reproduced"
+    assert assess(record(runs_=runs(50.0, 55.0, 60.0, 70.0, 80.0)), cutoff).status == "not reproduced"
+
+
+def test_the_docs_table_is_the_ledger():
+    text = (ROOT / "docs" / "catalogue.md").read_text(encoding="utf-8")
+    start, end = text.index(TABLE_START), text.index(TABLE_END) + len(TABLE_END)
+    assert text[start:end] == markdown_table(list_entries(), LEDGER), "run tools/ledger_table.py"
+    assert text[start:end].count("\n| `") == 96
+
+
+def test_zoo_shows_the_status_beside_each_number_and_carries_it_in_json():
+    command = [sys.executable, "-m", "benchbuild", "zoo", "--model", "syntactic_attention"]
+    text = " ".join(subprocess.run(command, capture_output=True, text=True, check=True).stdout.split())
+    assert "[partial] scan/addprim_jump exact_match 91 (002 Table 1)" in text
+    assert "[not run] scan/simple exact_match 100 (002 Table 1)" in text
+    listing = subprocess.run([sys.executable, "-m", "benchbuild", "zoo", "--format", "json"], capture_output=True,
+                             text=True, check=True).stdout
+    models = {model["name"]: model for model in json.loads(listing)["models"]}
+    jump = next(row for row in models["transformer"]["reported"] if row["benchmark"] == "scan/addprim_jump")
+    assert jump["ours"]["status"] == "reproduced" and jump["ours"]["values"] == [2.18, 2.78, 1.7]
+    assert jump["ours"]["command"].startswith("benchbuild build-scan")
+    assert sum(len(model["reported"]) for model in models.values()) == 96
