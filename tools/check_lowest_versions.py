@@ -108,7 +108,7 @@ def lowest_versions(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, str]
     """Each `LOWEST` package that pyproject.toml's dependencies bound with `>=` → that version."""
     bounds = {}
     for requirement in tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]:
-        match = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*>=\s*([0-9][^,;\s]*)", requirement.strip())
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*>=\s*([0-9][^,;\s]*)(,\s*<[0-9.]+)?", requirement.strip())
         if match:
             bounds[match[1].lower().replace("-", "_")] = match[2]
     return {name: bounds[name] for name in LOWEST if name in bounds}
