@@ -65,35 +65,37 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     compounds = read_compounds(compound, rows) if lexicon is not None else None
     if lexicon is not None:
         read_lexicon(lexicon)
-    target = torch.device(resolve_device(device))
-    model = load_model(run_dir).to(target)
-    tokenizer = load_tokenizer(run_dir)
-    recipe = run.get("recipe") or {}
-    beam_from = "--beam" if beam is not None else "recipe"
-    beam = beam if beam is not None else int(recipe.get("beam", 1))
-    rule = None if max_new_tokens is not None else length_rule(recipe)
-    # With separate dictionaries (`TranslationTokenizer`) sources are encoded in the source one, references measured
-    # and predictions decoded in the target one.
-    limit = max_new_tokens or decoding_limit(target_encoder(tokenizer), [row["target"] for row in rows])
-    predictions = generate_predictions(model, tokenizer, [row["source"] for row in rows], beam=beam,
-                                       batch_size=batch_size, max_new_tokens=limit, length_rule=rule, device=target,
-                                       progress=progress)
-    length = ({"max_new_tokens": limit} if rule is None else
-              {"max_len_a": rule[0], "max_len_b": rule[1], "max_new_tokens": None})
-    scores = score_rows(rows, predictions, lexicon=lexicon, compounds=compounds, family=info.family)
-    # Paths relative to the folder metrics.json is written in (None where only an absolute path reaches them), the
-    # benchmark also by fingerprint: no absolute path of this machine (`run_folder.portable_path`).
-    result = {
-        "run": portable_path(run_dir, destination), "model": run.get("model"), "seed": run.get("seed"),
-        "selected_step": run.get("selected_step"), "benchmark": benchmark_label(data),
-        "benchmark_path": portable_path(data, destination),
-        "benchmark_fingerprint": benchmark_fingerprint({name: s.fingerprint for name, s in info.splits.items()}),
-        "split": split, "beam": beam, "beam_from": beam_from, "batch_size": batch_size,
-        **length,
-        **scores,
-        **({} if unfinished is None else {"unfinished": unfinished}),
-    }
+    # The destination is claimed before the model loads: a run folder another process is training in is refused
+    # here, not after the whole split was decoded.
     with claim(destination):
+        target = torch.device(resolve_device(device))
+        model = load_model(run_dir).to(target)
+        tokenizer = load_tokenizer(run_dir)
+        recipe = run.get("recipe") or {}
+        beam_from = "--beam" if beam is not None else "recipe"
+        beam = beam if beam is not None else int(recipe.get("beam", 1))
+        rule = None if max_new_tokens is not None else length_rule(recipe)
+        # With separate dictionaries (`TranslationTokenizer`) sources are encoded in the source one, references measured
+        # and predictions decoded in the target one.
+        limit = max_new_tokens or decoding_limit(target_encoder(tokenizer), [row["target"] for row in rows])
+        predictions = generate_predictions(model, tokenizer, [row["source"] for row in rows], beam=beam,
+                                           batch_size=batch_size, max_new_tokens=limit, length_rule=rule, device=target,
+                                           progress=progress)
+        length = ({"max_new_tokens": limit} if rule is None else
+                  {"max_len_a": rule[0], "max_len_b": rule[1], "max_new_tokens": None})
+        scores = score_rows(rows, predictions, lexicon=lexicon, compounds=compounds, family=info.family)
+        # Paths relative to the folder metrics.json is written in (None where only an absolute path reaches them), the
+        # benchmark also by fingerprint: no absolute path of this machine (`run_folder.portable_path`).
+        result = {
+            "run": portable_path(run_dir, destination), "model": run.get("model"), "seed": run.get("seed"),
+            "selected_step": run.get("selected_step"), "benchmark": benchmark_label(data),
+            "benchmark_path": portable_path(data, destination),
+            "benchmark_fingerprint": benchmark_fingerprint({name: s.fingerprint for name, s in info.splits.items()}),
+            "split": split, "beam": beam, "beam_from": beam_from, "batch_size": batch_size,
+            **length,
+            **scores,
+            **({} if unfinished is None else {"unfinished": unfinished}),
+        }
         # A killed evaluation leaves neither file half written, nor new predictions beside an older metrics.json.
         if (destination / METRICS_FILE).is_file():
             (destination / METRICS_FILE).unlink()

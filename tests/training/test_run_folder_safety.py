@@ -215,3 +215,34 @@ def test_a_checkpoints_folder_that_is_a_link_is_never_written_through(run_copy, 
         refused(done, f"{run_copy / 'checkpoints'} is a symbolic link (to {elsewhere})", "remove the link")
     assert file_hashes(elsewhere) == before and sorted(path.name for path in elsewhere.iterdir()) == [
         "keep.txt", "step-00000099"]
+
+
+HOLD = """
+import sys, time
+from benchbuild.locks import FolderLock
+FolderLock(sys.argv[1], what="run folder").acquire()
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_eval_of_a_run_another_process_holds_is_refused_before_decoding(run_copy, tiny_scan, monkeypatch):
+    """`eval --allow-unfinished` on a run still training (its folder held by the training process): refused in one
+    line before the model loads, not after the whole split was decoded (issue #60)."""
+    import subprocess
+    import sys
+
+    from benchbuild.evaluation import evaluate
+
+    def decoded(*args, **kwargs):
+        raise AssertionError("the split was decoded before the folder was claimed")
+
+    monkeypatch.setattr(evaluate, "generate_predictions", decoded)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run_copy)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        done = benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--device", "cpu", "--allow-unfinished")
+        refused(done, "is in use by benchbuild process", str(holder.pid))
+    finally:
+        holder.kill()
+        holder.wait()
