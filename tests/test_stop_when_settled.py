@@ -117,3 +117,16 @@ def test_a_sweep_budget_passes_it_to_its_runs_and_never_stacks_them(inputs, tmp_
     assert not stackable(sweep.runs[0])
     whole = replace(sweep.runs[0], stop_when_settled=False)
     assert stackable(whole) and "stop_when_settled" not in whole.config()
+
+
+def test_a_sweep_whose_recipe_cannot_settle_is_refused_before_any_run_starts(inputs, tmp_path):
+    """`[budget] stop_when_settled = true` over a recipe no validation settles (`select = "last"`): one line from the
+    sweep, no run folder made (before, each run failed alone and the failed folders blocked the corrected sweep)."""
+    model, data = inputs
+    file = tmp_path / "unsettling.toml"
+    file.write_text(f'models = ["{model}"]\nseeds = [0, 1]\ndevice = "cpu"\n[budget]\n'
+                    f'stop_when_settled = true\n[set]\nselect = "last"\n[[benchmarks]]\nname = "scan/tiny"\n'
+                    f'data = "{data}"\n', encoding="utf-8")
+    result = benchbuild("sweep", str(file), cwd=tmp_path)
+    refused(result, "--stop-when-settled: this recipe", "no validation settles it")
+    assert not any(tmp_path.rglob("run.json"))

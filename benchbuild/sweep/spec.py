@@ -264,7 +264,7 @@ def load_sweep(path: str | Path, device: str | None = None) -> Sweep:
         configurations = grid_configurations(sweep, model, where)
         for benchmark, folder in zip(benchmarks, folders):
             recipe, overrides = _overrides(sweep, model, benchmark.name)
-            _check_trainable(model, benchmark.name, recipe, overrides, where)
+            _check_trainable(model, benchmark.name, recipe, overrides, where, sweep.budget.stop_when_settled)
             checked = _checked_configurations(sweep, model, benchmark.name, recipe, overrides, configurations, where)
             for architecture in checked:
                 configuration = [configuration_label(architecture)] if architecture else []
@@ -464,12 +464,15 @@ def _architecture_before_grid(model: str, benchmark: str, recipe: str | None, ov
     return dataclasses.replace(entry, architecture={**entry.architecture, **architecture}, recipes={}), name
 
 
-def _check_trainable(model: str, benchmark: str, recipe: str | None, overrides: dict[str, Any], where: str) -> None:
-    """Refuse a model the catalogue lacks, one with no recipe for the benchmark, or a bad recipe key."""
+def _check_trainable(model: str, benchmark: str, recipe: str | None, overrides: dict[str, Any], where: str,
+                     stop_when_settled: bool = False) -> None:
+    """Refuse a model the catalogue lacks, one with no recipe for the benchmark, a bad recipe key, or `[budget]
+    stop_when_settled` over a recipe no validation can settle (before any run starts, not in each run)."""
+    from benchbuild.training.bookkeeping import check_settling
     from benchbuild.zoo.recipe import TrainingRecipe
 
     try:
         TrainingRecipe.checked_overrides(overrides, "set")
-        budget_recipe(model, benchmark, recipe, overrides)
+        check_settling(budget_recipe(model, benchmark, recipe, overrides), stop_when_settled)
     except BenchbuildError as error:
         raise BenchbuildError(f"{where}: {model} on {benchmark}: {error}") from None
