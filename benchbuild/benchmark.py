@@ -211,11 +211,14 @@ TEXT_COLUMNS = ("source", "target")
 
 def load_splits(folder: str | Path) -> datasets.DatasetDict:
     """Load a benchmark folder written in any format as a DatasetDict. A split file that cannot be read (truncated,
-    a cut line), holds other than the rows its `build.json` records, or lacks a `source` or `target` text column is a
-    BenchbuildError naming the file and saying to rebuild the folder."""
+    a cut line), holds other than the rows its `build.json` records (their count, or their content: each split's
+    content fingerprint is checked against the one recorded at build time, so a reference edited by hand is refused,
+    not scored), or lacks a `source` or `target` text column is a BenchbuildError naming the file and saying to rebuild
+    the folder."""
     folder = Path(folder)
     files, read = _split_files(folder)
     recorded = _recorded_rows(folder)
+    fingerprints = _recorded_fingerprints(folder)
     splits = {}
     for name, path in files.items():
         try:
@@ -228,6 +231,10 @@ def load_splits(folder: str | Path) -> datasets.DatasetDict:
             raise BenchbuildError(f"{path} holds {len(split):,} rows but {folder / 'build.json'} records "
                                   f"{recorded[name]:,}: the file is truncated or was changed; {_rebuild(folder)}")
         _check_columns(split, path, folder)
+        if name in fingerprints and not _same_rows(split, fingerprints[name]):
+            raise BenchbuildError(f"{path}: its rows are not those {folder / 'build.json'} records (split {name!r}: "
+                                  f"same count, other content): the file was changed after it was built; "
+                                  f"{_rebuild(folder)}")
         splits[name] = split
     return datasets.DatasetDict(splits)
 
@@ -304,6 +311,24 @@ def _recorded_rows(folder: Path) -> dict[str, int]:
     try:
         splits = json.loads((folder / "build.json").read_text(encoding="utf-8-sig")).get("splits", {})
         return {name: int(value["rows"]) for name, value in splits.items()}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return {}
+
+
+def _same_rows(split: datasets.Dataset, recorded: str) -> bool:
+    """Whether `split` holds the rows whose `split_fingerprint` is `recorded`; columns null in every row do not count
+    (a published folder gives every split one schema: `publish` adds the columns other splits have, empty)."""
+    if len(split) == 0 or split_fingerprint(split) == recorded:
+        return True  # no rows: nothing to differ (an empty JSON Lines file keeps no column names)
+    empty = [column for column in split.column_names if split.data.column(column).null_count == len(split)]
+    return bool(empty) and len(split) > 0 and split_fingerprint(split.remove_columns(empty)) == recorded
+
+
+def _recorded_fingerprints(folder: Path) -> dict[str, str]:
+    """The content fingerprint `build.json` records for each split (`split_fingerprint` of the rows as built)."""
+    try:
+        splits = json.loads((folder / "build.json").read_text(encoding="utf-8-sig")).get("splits", {})
+        return {name: str(value["fingerprint"]) for name, value in splits.items() if value.get("fingerprint")}
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
         return {}
 

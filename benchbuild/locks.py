@@ -53,8 +53,7 @@ class FolderLock:
         except BlockingIOError:
             holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
             os.close(fd)
-            raise BenchbuildError(f"{self.folder} is in use by benchbuild process {holder}: two commands never "
-                                  f"write one {self.what} at once; wait for it to end (or stop it) and rerun") from None
+            raise _in_use(self.folder, holder, self.what) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} ({' '.join(['benchbuild', *sys.argv[1:]])[:300]})\n".encode(), 0)
         self._fd = fd
@@ -70,6 +69,22 @@ class FolderLock:
                 os.close(self._fd)  # closing the file releases the lock
                 self._fd = None
         self._key = ""
+
+
+def _in_use(folder: Path, holder: str, what: str) -> BenchbuildError:
+    return BenchbuildError(f"{folder} is in use by benchbuild process {holder}: two commands never write one {what} "
+                           "at once; wait for it to end (or stop it) and rerun")
+
+
+def check_free(folder: str | Path, what: str = "folder") -> None:
+    """Refuse now, as claiming it would, a `folder` another process holds; creates nothing (a folder that does not
+    exist yet is free)."""
+    if held(folder):
+        try:
+            holder = (Path(folder) / LOCK_FILE).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            holder = ""
+        raise _in_use(Path(folder), holder or "another process", what)
 
 
 def held(folder: str | Path) -> bool:

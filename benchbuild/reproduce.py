@@ -29,6 +29,7 @@ SAME_MACHINE_KEYS = ("device", "device_name", "cuda", "cpu_threads", "processes"
 
 # The keys of a metrics file that say what was evaluated and how, not how well: left out of the comparison.
 NOT_SCORES = frozenset({"run", "model", "seed", "selected_step", "benchmark", "benchmark_path", "benchmark_fingerprint",
+                        "split_fingerprint",
                         "split", "beam", "beam_from", "batch_size", "max_len_a", "max_len_b", "max_new_tokens",
                         "predictions", "rows", "confidence_intervals"})
 

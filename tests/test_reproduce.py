@@ -82,7 +82,7 @@ def test_a_benchmark_whose_files_changed_is_refused_in_one_line(evaluated_run, t
     # Its build.json claims the original's fingerprints: only the rows themselves tell.
     shutil.copy(tiny_scan / "build.json", tampered / "build.json")
     done = benchbuild("reproduce", evaluated_run, "--out", workspace / "never", "--data", tampered)
-    refused(done, f"{tampered} is not the benchmark", "fingerprint", "split test differs")
+    refused(done, f"{tampered / 'test'}: its rows are not those", "split 'test'")
     assert not (workspace / "never").exists()
 
 

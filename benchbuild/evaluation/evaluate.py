@@ -12,6 +12,7 @@ from benchbuild.device import resolve_device
 from benchbuild.errors import BenchbuildError
 from benchbuild.evaluation.scoring import benchmark_label, score_rows, split_rows
 from benchbuild.outputs import CLAIM_FILES, check_can_write, check_disjoint, is_metrics_file
+from benchbuild.locks import check_free
 from benchbuild.run_folder import (CHECKPOINTS_DIR, METRICS_FILE, PREDICTIONS_FILE, benchmark_fingerprint,
                                    check_result, claim, portable_path, read_run, unfinished_note, write_metrics,
                                    write_predictions)
@@ -60,42 +61,46 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
         raise BenchbuildError(f"{run_dir} holds no selected checkpoint yet (no config.json): train it first")
     destination = Path(out) if out is not None else run_dir
     check_evaluation_output(destination, run_dir, Path(data), lexicon, compound)
+    # A folder another process holds (a run still training, for --allow-unfinished) is refused now, not after the
+    # whole split was decoded; the claim below holds it while the files are written.
+    check_free(destination, what="run folder" if destination == run_dir else "folder")
     rows = split_rows(data, split)
     # CTER's inputs are checked before the long decoding, so a wrong path fails at once.
     compounds = read_compounds(compound, rows) if lexicon is not None else None
     if lexicon is not None:
         read_lexicon(lexicon)
-    # The destination is claimed before the model loads: a run folder another process is training in is refused
-    # here, not after the whole split was decoded.
+    target = torch.device(resolve_device(device))
+    model = load_model(run_dir).to(target)
+    tokenizer = load_tokenizer(run_dir)
+    recipe = run.get("recipe") or {}
+    beam_from = "--beam" if beam is not None else "recipe"
+    beam = beam if beam is not None else int(recipe.get("beam", 1))
+    rule = None if max_new_tokens is not None else length_rule(recipe)
+    # With separate dictionaries (`TranslationTokenizer`) sources are encoded in the source one, references measured
+    # and predictions decoded in the target one.
+    limit = max_new_tokens or decoding_limit(target_encoder(tokenizer), [row["target"] for row in rows])
+    predictions = generate_predictions(model, tokenizer, [row["source"] for row in rows], beam=beam,
+                                       batch_size=batch_size, max_new_tokens=limit, length_rule=rule, device=target,
+                                       progress=progress)
+    length = ({"max_new_tokens": limit} if rule is None else
+              {"max_len_a": rule[0], "max_len_b": rule[1], "max_new_tokens": None})
+    scores = score_rows(rows, predictions, lexicon=lexicon, compounds=compounds, family=info.family)
+    # Paths relative to the folder metrics.json is written in (None where only an absolute path reaches them), the
+    # benchmark also by fingerprint: no absolute path of this machine (`run_folder.portable_path`).
+    result = {
+        "run": portable_path(run_dir, destination), "model": run.get("model"), "seed": run.get("seed"),
+        "selected_step": run.get("selected_step"), "benchmark": benchmark_label(data),
+        "benchmark_path": portable_path(data, destination),
+        "benchmark_fingerprint": benchmark_fingerprint({name: s.fingerprint for name, s in info.splits.items()}),
+        "split": split,
+        # the content fingerprint of the rows scored: load_splits checked them against build.json's
+        "split_fingerprint": info.splits[split].fingerprint if split in info.splits else None,
+        "beam": beam, "beam_from": beam_from, "batch_size": batch_size,
+        **length,
+        **scores,
+        **({} if unfinished is None else {"unfinished": unfinished}),
+    }
     with claim(destination):
-        target = torch.device(resolve_device(device))
-        model = load_model(run_dir).to(target)
-        tokenizer = load_tokenizer(run_dir)
-        recipe = run.get("recipe") or {}
-        beam_from = "--beam" if beam is not None else "recipe"
-        beam = beam if beam is not None else int(recipe.get("beam", 1))
-        rule = None if max_new_tokens is not None else length_rule(recipe)
-        # With separate dictionaries (`TranslationTokenizer`) sources are encoded in the source one, references measured
-        # and predictions decoded in the target one.
-        limit = max_new_tokens or decoding_limit(target_encoder(tokenizer), [row["target"] for row in rows])
-        predictions = generate_predictions(model, tokenizer, [row["source"] for row in rows], beam=beam,
-                                           batch_size=batch_size, max_new_tokens=limit, length_rule=rule, device=target,
-                                           progress=progress)
-        length = ({"max_new_tokens": limit} if rule is None else
-                  {"max_len_a": rule[0], "max_len_b": rule[1], "max_new_tokens": None})
-        scores = score_rows(rows, predictions, lexicon=lexicon, compounds=compounds, family=info.family)
-        # Paths relative to the folder metrics.json is written in (None where only an absolute path reaches them), the
-        # benchmark also by fingerprint: no absolute path of this machine (`run_folder.portable_path`).
-        result = {
-            "run": portable_path(run_dir, destination), "model": run.get("model"), "seed": run.get("seed"),
-            "selected_step": run.get("selected_step"), "benchmark": benchmark_label(data),
-            "benchmark_path": portable_path(data, destination),
-            "benchmark_fingerprint": benchmark_fingerprint({name: s.fingerprint for name, s in info.splits.items()}),
-            "split": split, "beam": beam, "beam_from": beam_from, "batch_size": batch_size,
-            **length,
-            **scores,
-            **({} if unfinished is None else {"unfinished": unfinished}),
-        }
         # A killed evaluation leaves neither file half written, nor new predictions beside an older metrics.json.
         if (destination / METRICS_FILE).is_file():
             (destination / METRICS_FILE).unlink()

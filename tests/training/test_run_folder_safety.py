@@ -246,3 +246,34 @@ def test_eval_of_a_run_another_process_holds_is_refused_before_decoding(run_copy
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_split_edited_by_hand_is_refused_by_eval_and_by_a_resumed_train(run_copy, tiny_scan, tiny_model, tmp_path):
+    """The same row count, other content (issue #60): one reference changed in test, one train row replaced. eval
+    refuses to score the edited test split and a resumed train the edited train split, each in one line naming the
+    split's file and the command that rebuilds it; an untouched benchmark is scored with its split's fingerprint in
+    metrics.json."""
+    import datasets
+
+    def edited(split: str, column: str) -> Path:
+        copy = tmp_path / f"edited-{split}"
+        shutil.copytree(tiny_scan, copy)
+        rows = datasets.load_from_disk(str(tiny_scan))[split].to_list()
+        rows[0][column] = rows[1][column]
+        shutil.rmtree(copy / split)
+        datasets.Dataset.from_list(rows).save_to_disk(str(copy / split))
+        return copy
+
+    test_edited = edited("test", "target")
+    done = benchbuild("eval", "--run", run_copy, "--data", test_edited, "--device", "cpu", "--out", tmp_path / "scores")
+    refused(done, f"{test_edited / 'test'}: its rows are not those", "split 'test'")
+    assert not (tmp_path / "scores" / "metrics.json").exists()
+    train_edited = edited("train", "source")
+    resumed = _train(tiny_model, train_edited, run_copy, "--max-steps", "100000")
+    refused(resumed, f"{train_edited / 'train'}: its rows are not those", "split 'train'")
+
+    done = benchbuild("eval", "--run", run_copy, "--data", tiny_scan, "--device", "cpu", "--out", tmp_path / "good")
+    assert done.returncode == 0, done.stderr
+    metrics = json.loads((tmp_path / "good" / "metrics.json").read_text())
+    recorded = json.loads((tiny_scan / "build.json").read_text())["splits"]["test"]["fingerprint"]
+    assert metrics["split_fingerprint"] == recorded
