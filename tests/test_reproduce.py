@@ -74,6 +74,19 @@ def test_reproduce_of_a_cpu_run_gives_identical_metrics_and_exits_0(evaluated_ru
     assert now["identity"] == before["identity"] and now["selected_step"] == before["selected_step"]
 
 
+def test_a_reproduction_on_the_other_attention_path_names_it(evaluated_run, workspace, monkeypatch):
+    """Without the compiled attention kernel (no C compiler, or BENCHBUILD_PACKED_ATTENTION=0) training draws other
+    dropout masks: run.json records the path, and `reproduce` on the other one says so instead of reporting numbers
+    that differ for no recorded reason (issue #60)."""
+    recorded = json.loads((evaluated_run / "run.json").read_text())["environment"]["attention_kernel"]
+    assert recorded == "compiled kernel"
+    monkeypatch.setenv("BENCHBUILD_PACKED_ATTENTION", "0")
+    done = benchbuild("reproduce", evaluated_run, "--out", workspace / "without-kernel")
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "attention_kernel compiled kernel then, off: BENCHBUILD_PACKED_ATTENTION=0 now" in said, said
+    assert "every number should be identical" not in said
+
+
 def test_a_benchmark_whose_files_changed_is_refused_in_one_line(evaluated_run, tiny_scan, workspace):
     splits = load_splits(tiny_scan)
     rows = {name: list(split) for name, split in splits.items()}

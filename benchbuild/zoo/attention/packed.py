@@ -84,7 +84,8 @@ def build(compiler: str, cache_dir: Path) -> Path | None:
             os.replace(built, target)  # atomic: processes building at once each rename a whole library
     except OSError as error:
         warnings.warn(f"benchbuild: could not compile {SOURCE.name} with {compiler} ({error}); grouped training "
-                      "attends group by group instead (slower). Set CC to a working C compiler to fix this.")
+                      "attends group by group instead (slower, and with other dropout masks: another training than "
+                      "with the kernel, which run.json records). Set CC to a working C compiler to fix this.")
         return None
     return target
 
@@ -94,7 +95,8 @@ def _library() -> ctypes.CDLL | None:
     """The compiled kernel, built on first use (None when it cannot be built)."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        warnings.warn("benchbuild: no C compiler found, so grouped training attends group by group (slower); "
+        warnings.warn("benchbuild: no C compiler found, so grouped training attends group by group (slower, and "
+                      "with other dropout masks: another training than with the kernel, which run.json records); "
                       "install one or set CC")
         return None
     path = build(compiler, _cache_dir())
@@ -114,6 +116,16 @@ def available() -> bool:
     """Whether the compiled kernel is on (`$BENCHBUILD_PACKED_ATTENTION` is not "0") and can be used on this machine
     (compiles it on first call)."""
     return os.environ.get(ENABLED_VARIABLE, "1") != "0" and _library() is not None
+
+
+def path_in_words() -> str:
+    """Which attention computation grouped CPU training runs on this machine, as run.json's environment records it:
+    "compiled kernel", or why not ("off: BENCHBUILD_PACKED_ATTENTION=0", "off: no working C compiler"). The two paths
+    draw other dropout masks, so a run trained on one is another computation than on the other: `reproduce` names a
+    difference."""
+    if os.environ.get(ENABLED_VARIABLE, "1") == "0":
+        return f"off: {ENABLED_VARIABLE}=0"
+    return "compiled kernel" if _library() is not None else "off: no working C compiler"
 
 
 @contextlib.contextmanager
