@@ -94,7 +94,7 @@ def write_model_card(run_dir: Path, record: Mapping[str, Any], network, example_
     evaluation in the run folder (`run_folder.metrics_files`); `example_source` is a source sentence of the benchmark
     for its loading example."""
     from benchbuild import zoo
-    from benchbuild.run_folder import metrics_files, read_metrics, recorded_entry
+    from benchbuild.run_folder import metrics_files, read_metrics, recorded_entry, stale_scores
 
     entry = None
     for reference in (recorded_entry(run_dir, record), record.get("model")):
@@ -107,9 +107,11 @@ def write_model_card(run_dir: Path, record: Mapping[str, Any], network, example_
     evaluations = []
     for file in metrics_files(Path(run_dir)):
         try:
-            evaluations.append((file.relative_to(run_dir).as_posix(), read_metrics(file)))
+            metrics = read_metrics(file)
         except BenchbuildError:
             continue  # a damaged metrics file is `report`'s to name; the card leaves it out
+        if stale_scores(record, metrics) is None:  # scores of other weights than these are not this model's
+            evaluations.append((file.relative_to(run_dir).as_posix(), metrics))
     path = Path(run_dir) / CARD_FILE
     write_file(path, render_model_card(record, parameter_count(network), network.config.vocab_size, entry,
                                        getattr(network.config, "source_vocab_size", None), evaluations,

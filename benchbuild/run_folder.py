@@ -246,6 +246,19 @@ def read_metrics(path: Path) -> dict[str, Any]:
     return metrics
 
 
+def stale_scores(run: dict[str, Any], metrics: dict[str, Any]) -> str | None:
+    """Why a metrics file no longer scores the run's weights, in words; None while it does. A run trained on after
+    its evaluation (a larger --max-steps, or an unfinished run scored with --allow-unfinished and finished since)
+    selects another checkpoint, or has finished since it was scored: its metrics.json belongs to other weights."""
+    scored, selected = metrics.get("selected_step"), run.get("selected_step")
+    if isinstance(scored, int) and isinstance(selected, int) and scored != selected:
+        return (f"it scores the checkpoint of step {scored:,}, but the run has trained on since and now selects step "
+                f"{selected:,}")
+    if metrics.get("unfinished") and run.get("status") == "complete":
+        return f"it was scored before the run finished ({metrics['unfinished']}), and the run has finished since"
+    return None
+
+
 def portable_path(path: str | Path, folder: str | Path) -> str | None:
     """`path` relative to `folder` (both resolved), as a file in `folder` records it; None where the two share no
     folder below the filesystem's root, for a path that climbs to the root spells out the machine's absolute path."""
@@ -305,7 +318,7 @@ RECORDED_PACKAGES = ("torch", "transformers", "datasets", "sacrebleu", "tokenize
 def environment() -> dict[str, Any]:
     """The software a run ran on: Python's, benchbuild's and `RECORDED_PACKAGES`' versions, and, where benchbuild runs
     from a git checkout, its commit and whether the checkout's package folder had uncommitted changes (None for
-    both when it is installed from a wheel)."""
+    both when it is installed from a wheel); and which attention path grouped CPU training takes here."""
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
@@ -317,9 +330,13 @@ def environment() -> dict[str, Any]:
         except PackageNotFoundError:
             return None
 
+    from benchbuild.zoo.attention.packed import path_in_words
+
     commit, dirty = benchbuild_commit()
     return {"python": platform.python_version(), "benchbuild": __version__, "benchbuild_commit": commit,
-            "benchbuild_dirty": dirty, **{name: installed(name) for name in RECORDED_PACKAGES}}
+            "benchbuild_dirty": dirty, **{name: installed(name) for name in RECORDED_PACKAGES},
+            # the two attention paths draw other dropout masks: another training (`packed.path_in_words`)
+            "attention_kernel": path_in_words()}
 
 
 @functools.lru_cache(maxsize=1)

@@ -27,7 +27,7 @@ from benchbuild.papers import (SPREADS, Paper, cited_paper, differences_of, repo
                                source_in_words)
 from benchbuild.report.metric_values import example_interval, headline_metrics
 from benchbuild.protocol import Comparison, PaperProtocol, RunProtocol, compare
-from benchbuild.run_folder import METRICS_FILE, metrics_files, read_metrics, read_run
+from benchbuild.run_folder import METRICS_FILE, metrics_files, read_metrics, read_run, stale_scores
 
 
 @dataclass(frozen=True)
@@ -397,6 +397,12 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
         files = metrics_files(run_dir)
         if not files:
             raise BenchbuildError(f"{run_dir} has no {METRICS_FILE}: run `benchbuild eval --run {run_dir}` first")
+        for file in files:
+            stale = stale_scores(run, read_metrics(file))
+            if stale is not None:
+                again = "" if file.parent == run_dir else f" --out {file.parent}"
+                raise BenchbuildError(f"{file} is stale: {stale}; evaluate the run again (benchbuild eval --run "
+                                      f"{run_dir} --data BENCHMARK{again})")
         model = str(run.get("model"))
         if model not in entries:
             entries[model] = _entry(run, run_dir)

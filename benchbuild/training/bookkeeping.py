@@ -91,6 +91,17 @@ def check_budgets(steps: int | None, minutes: float | None) -> None:
         raise BenchbuildError(f"the time budget must be a positive number of minutes; got {minutes}")
 
 
+def check_budget_change(out: Path, record: dict, budget: int) -> None:
+    """A run folder's steps are never undone: a budget below the steps it has trained is refused (it would record a
+    smaller budget beside the larger run's weights). A larger one trains on; its earlier scores go stale
+    (`run_folder.stale_scores`) until it is evaluated again."""
+    done = record.get("steps_done") or 0
+    if done and budget < done:
+        raise BenchbuildError(f"{out} has trained {done:,} steps already; a budget of {budget:,} cannot undo them: "
+                              f"give --max-steps {done:,} or more to continue it, another --out for a shorter run, "
+                              "or --overwrite to start it again")
+
+
 def check_settling(recipe: TrainingRecipe, stop_when_settled: bool) -> None:
     """`--stop-when-settled` only for a recipe whose selection a validation can make final (`settled`)."""
     if stop_when_settled and not (recipe.select == "best_validation" and recipe.ties == "earliest"

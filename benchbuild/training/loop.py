@@ -28,12 +28,11 @@ from benchbuild.device import cpu_threads, start_accelerator
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indices, by_length, collate, encode_rows,
                                           micro_batches)
-from benchbuild.training.bookkeeping import (check_budgets, check_dictionaries, check_hold_out, check_selection,
-                                             claimed, mark_diverged, recipe_identity, recorded_run, selection_record,
-                                             check_run_paths, check_settling, out_of_time, settled,
+from benchbuild.training.bookkeeping import (check_budget_change, check_budgets, check_dictionaries, check_hold_out,
+                                             check_selection, claimed, mark_diverged, recipe_identity, recorded_run,
+                                             selection_record, check_run_paths, check_settling, out_of_time, settled,
                                              signals_held, stop_at_resume_point)
 from benchbuild.model_card import write_model_card
-from benchbuild.zoo.attention.packed import path_in_words as attention_path
 from benchbuild.zoo.recipe import (TrainingRecipe, default_recipe, epoch_in_token_batches, planned_steps,
                                         resolve_recipe, validation_interval)
 from benchbuild.run_folder import (append_log, benchmark_fingerprint, clear, device_record, entry_record, environment,
@@ -224,6 +223,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     if by_token_epochs:
         recipe_steps = planned_steps(training_recipe, split_rows, options.validation_split, per_epoch)
     budget = recipe_steps if options.max_steps is None else options.max_steps
+    check_budget_change(out, record, budget)
     eval_every = validation_interval(training_recipe, split_rows, options.validation_split, per_epoch)
     network = _network(entry, tokenizer, checkpoint, options.architecture_overrides)
     optimizer = torch.optim.AdamW(network.parameters(), lr=training_recipe.learning_rate,
@@ -250,7 +250,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
                       "family": info.family, "name": info.name,
                       "splits": {name: {"rows": s.rows, "fingerprint": s.fingerprint} for name, s in info.splits.items()}},
         "command_line": train_command_line(model, data, out, arguments), "arguments": arguments,
-        "environment": {**environment(), "attention_kernel": attention_path()}, **device_record(accelerator.device),
+        "environment": environment(), **device_record(accelerator.device),
         "seed": options.seed, "recipe_family": family, "recipe": training_recipe.to_dict(),
         "recipe_steps": recipe_steps, "step_budget": budget,
         "select": training_recipe.select, "validate_by": training_recipe.validate_by, "ties": training_recipe.ties,

@@ -277,3 +277,39 @@ def test_a_split_edited_by_hand_is_refused_by_eval_and_by_a_resumed_train(run_co
     metrics = json.loads((tmp_path / "good" / "metrics.json").read_text())
     recorded = json.loads((tiny_scan / "build.json").read_text())["splits"]["test"]["fingerprint"]
     assert metrics["split_fingerprint"] == recorded
+
+
+def test_a_runs_weights_record_and_scores_stay_together_when_its_budget_changes(tiny_scan, tiny_model, tmp_path):
+    """Issue #60: a finished, evaluated run trained on with a larger --max-steps has new weights, so its metrics.json
+    is stale: the report refuses it naming the way out and the model card leaves it out, until `eval` again; a
+    smaller --max-steps than the steps trained is refused (it used to rewrite run.json to the smaller budget beside
+    the larger run's weights)."""
+    out = tmp_path / "run"
+    assert _train(tiny_model, tiny_scan, out, "--max-steps", "20", "--set", "select=last").returncode == 0
+    assert benchbuild("eval", "--run", out, "--data", tiny_scan, "--device", "cpu").returncode == 0
+    before = (out / "run.json").read_text()
+    refused(_train(tiny_model, tiny_scan, out, "--max-steps", "10", "--set", "select=last"),
+            "has trained 20 steps already", "--max-steps 20 or more")
+    assert (out / "run.json").read_text() == before
+    longer = _train(tiny_model, tiny_scan, out, "--max-steps", "30", "--set", "select=last")
+    assert longer.returncode == 0, longer.stderr
+    assert json.loads((out / "run.json").read_text())["selected_step"] == 30
+    assert json.loads((out / "metrics.json").read_text())["selected_step"] == 20
+    refused(benchbuild("report", out, "--out", tmp_path / "report", "--format", "md"),
+            "metrics.json is stale", "selects step 30", "benchbuild eval --run")
+    assert "| `metrics.json` |" not in (out / "README.md").read_text()  # the card lists no stale scores
+    assert "Not evaluated yet" in (out / "README.md").read_text()
+    assert benchbuild("eval", "--run", out, "--data", tiny_scan, "--device", "cpu").returncode == 0
+    assert "| `metrics.json` |" in (out / "README.md").read_text()
+    assert benchbuild("report", out, "--out", tmp_path / "report", "--format", "md").returncode == 0
+
+
+def test_scores_of_an_unfinished_run_go_stale_when_it_finishes():
+    from benchbuild.run_folder import stale_scores
+
+    scored = {"selected_step": 40, "unfinished": "step 50 of 150, unfinished", "exact_match": 12.0}
+    assert stale_scores({"status": "running", "selected_step": 40}, scored) is None
+    finished = stale_scores({"status": "complete", "selected_step": 40}, scored)
+    assert finished is not None and "scored before the run finished (step 50 of 150" in finished
+    assert "selects step 120" in stale_scores({"status": "complete", "selected_step": 120}, scored)
+    assert stale_scores({"status": "complete", "selected_step": 40}, {"selected_step": 40}) is None
