@@ -277,6 +277,16 @@ def _arrow_split_names(folder: Path) -> list[str]:
 
 
 def _read_arrow(path: Path) -> datasets.Dataset:
+    state = path / "state.json"
+    try:
+        empty = json.loads(state.read_text(encoding="utf-8")).get("_data_files") == []
+    except (OSError, ValueError, AttributeError):
+        empty = False
+    if empty:  # a split of no rows is saved without a data file, which `load_from_disk` cannot read back
+        features = datasets.DatasetInfo.from_directory(str(path)).features
+        if not features:
+            features = datasets.Features({name: datasets.Value("string") for name in TEXT_COLUMNS})
+        return datasets.Dataset(features.arrow_schema.empty_table())
     return datasets.Dataset.load_from_disk(str(path))
 
 

@@ -65,6 +65,9 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     # whole split was decoded; the claim below holds it while the files are written.
     check_free(destination, what="run folder" if destination == run_dir else "folder")
     rows = split_rows(data, split)
+    if not rows:
+        raise BenchbuildError(f"split {split!r} of {data} has no rows: nothing to decode or score (give another "
+                              "--split)")
     # CTER's inputs are checked before the long decoding, so a wrong path fails at once.
     compounds = read_compounds(compound, rows) if lexicon is not None else None
     if lexicon is not None:

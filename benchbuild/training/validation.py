@@ -48,7 +48,10 @@ def split_validation(splits: Mapping[str, Any], validation_split: str | None, se
     if not holds_out(splits, validation_split, select):
         return train_rows, [], NO_VALIDATION
     if len(train_rows) < 2:
-        raise BenchbuildError("the train split needs at least 2 rows to hold out a validation part")
+        raise BenchbuildError(f"the train split has {len(train_rows)} row{'' if len(train_rows) == 1 else 's'}: too few "
+                              "to hold out a validation part (it needs 2); train on more rows, give a split to "
+                              "validate on (--validation-split NAME), or select the last checkpoint without "
+                              "validating (--set select=last)")
     from_end = takes_last_rows(held_out_from, file_order)
     chosen = set(held_out_rows(len(train_rows), held_out, "end" if from_end else "random", seed))
     kept = [row for index, row in enumerate(train_rows) if index not in chosen]

@@ -107,3 +107,37 @@ def test_the_progress_bar_never_rounds_a_best_exact_match_up_to_100(tiny_scan, t
     assert training_status(run).endswith("best val EM 99.99%")
     run.state.best = 100.0
     assert training_status(run).endswith("best val EM 100.00%")
+
+
+def test_a_benchmark_with_an_empty_test_split_trains_and_eval_says_there_is_nothing_to_score(tiny_model, tmp_path,
+                                                                                            shared_data, capsys,
+                                                                                            monkeypatch):
+    """Issue #60: a split of no rows (saved without a data file) used to fail to load as "truncated or corrupt", and
+    eval on it with an IndexError; now the benchmark trains and eval refuses in one line before loading the model."""
+    from small_inputs import scan_file_rows, write_benchmark
+
+    rows = scan_file_rows(shared_data / "scan" / "simple_split" / "tasks_train_simple.txt", "train", 40, 4)
+    data = write_benchmark(tmp_path / "zero", {"train": rows, "test": []}, "scan", "zero")
+    run_dir = tmp_path / "run"
+    train(tiny_model, data, run_dir, seed=0, device="cpu", progress=False, max_steps=5)
+    monkeypatch.setattr(sys, "argv", ["benchbuild", "eval", "--run", str(run_dir), "--data", str(data), "--device",
+                                      "cpu"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert stop.value.code == 1
+    said = capsys.readouterr().err
+    assert "split 'test' of" in said and "has no rows: nothing to decode or score" in said
+    assert "Traceback" not in said and len(said.strip().splitlines()) == 1
+    assert not (run_dir / "metrics.json").exists()
+
+
+def test_a_hold_out_from_one_train_row_names_the_ways_out(tiny_scan, tiny_model, tmp_path):
+    from benchbuild.benchmark import load_splits
+    from small_inputs import write_benchmark
+
+    rows = load_splits(tiny_scan)["train"].to_list()[:1]
+    data = write_benchmark(tmp_path / "one", {"train": rows, "test": rows}, "scan", "one")
+    with pytest.raises(BenchbuildError, match=r"has 1 row: too few to hold out .*--validation-split NAME.*"
+                                              r"--set select=last"):
+        train(tiny_model, data, tmp_path / "run", seed=0, device="cpu", progress=False, max_steps=5)
