@@ -4,11 +4,10 @@ every stored status the one its runs support, the docs table generated from it, 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from commands import benchbuild_in_process as benchbuild
 
 from benchbuild.ledger import (TABLE_END, TABLE_START, LedgerRecord, LedgerRun, assess, catalogue_numbers, key_of,
                                load_ledger, markdown_table)
@@ -100,12 +99,10 @@ def test_the_docs_table_is_the_ledger():
 
 
 def test_zoo_shows_the_status_beside_each_number_and_carries_it_in_json():
-    command = [sys.executable, "-m", "benchbuild", "zoo", "--model", "syntactic_attention"]
-    text = " ".join(subprocess.run(command, capture_output=True, text=True, check=True).stdout.split())
+    text = " ".join(benchbuild("zoo", "--model", "syntactic_attention").stdout.split())
     assert "[partial] scan/addprim_jump exact_match 91 (002 Table 1)" in text
     assert "[not run] scan/simple exact_match 100 (002 Table 1)" in text
-    listing = subprocess.run([sys.executable, "-m", "benchbuild", "zoo", "--format", "json"], capture_output=True,
-                             text=True, check=True).stdout
+    listing = benchbuild("zoo", "--format", "json").stdout
     models = {model["name"]: model for model in json.loads(listing)["models"]}
     jump = next(row for row in models["transformer"]["reported"] if row["benchmark"] == "scan/addprim_jump")
     assert jump["ours"]["status"] == "reproduced" and jump["ours"]["values"] == [2.18, 2.78, 1.7]

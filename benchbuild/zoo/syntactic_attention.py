@@ -27,6 +27,7 @@ row reads padding, and attention is masked: for one row this is the official com
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -38,7 +39,7 @@ from transformers.utils import ModelOutput
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo.dropout import Dropout
-from benchbuild.zoo.recurrent import AttentionLoop, bidirectional_states, dot_attention, packed_lstm
+from benchbuild.zoo.recurrent import AttentionLoop, bidirectional_states, dot_attention, lstm_cell, packed_lstm
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel
 
 
@@ -158,6 +159,8 @@ class SyntacticAttentionForSeq2Seq(ZooSeq2SeqModel):
         s_{i+1} = g(s_i, c_i) (Eq. 3), from s_0 = `initial_query` and g's (h, c) at zero (official initHidden)."""
         keys, mask = encoding.last_hidden_state, encoding.source_mask
         lstm = self.decoder_lstm
+        if lstm.num_layers == 1 and not torch.is_grad_enabled():
+            return self._continued_attention(steps, encoding)
         if lstm.num_layers == 1:  # the same loop in one autograd node (benchbuild.zoo.recurrent.AttentionLoop)
             return AttentionLoop.apply(keys, mask, encoding.initial_query, lstm.weight_ih_l0, lstm.bias_ih_l0,
                                        lstm.weight_hh_l0, lstm.bias_hh_l0, steps)
@@ -170,6 +173,26 @@ class SyntacticAttentionForSeq2Seq(ZooSeq2SeqModel):
                 output, state = lstm(context[:, None], state)
                 query = output[:, 0]
         return torch.stack(weights, dim=1)
+
+    def _continued_attention(self, steps: int, encoding: TwoStreamEncoding) -> torch.Tensor:
+        """`attention_weights` without gradients, continuing the loop where the last call on the same encoding stopped:
+        `generate` asks for 1, 2, 3... steps of one encoding, and α never depends on the target words, so each call
+        adds one step instead of running the loop again from the start (quadratic in the output's length). Beams of
+        one source share their α, so `generate`'s reordering of beams changes nothing here."""
+        cache = getattr(self, "_attention_cache", None)
+        if cache is None or cache[0]() is not encoding:
+            cache = (weakref.ref(encoding), [], encoding.initial_query, None)
+        reference, weights, query, state = cache
+        keys, mask, lstm = encoding.last_hidden_state, encoding.source_mask, self.decoder_lstm
+        while len(weights) < steps:
+            if weights:  # the cell that makes this step's query from the last step's context
+                context = torch.einsum("bl,bld->bd", weights[-1], keys)
+                state = lstm_cell(F.linear(context, lstm.weight_ih_l0, lstm.bias_ih_l0), state, lstm.weight_hh_l0,
+                                  lstm.bias_hh_l0)
+                query = state[0]
+            weights.append(dot_attention(query, keys, mask))
+        self._attention_cache = (reference, weights, query, state)
+        return torch.stack(weights[:steps], dim=1)
 
     def decode(self, decoder_input_ids: torch.LongTensor, encoding: TwoStreamEncoding) -> torch.Tensor:
         """Logits f(d_i), d_i = Σ_j α_ij m_j (Eq. 1), one per decoder position; the decoder ids give only how many."""
