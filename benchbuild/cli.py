@@ -4,6 +4,7 @@ stderr and an exit code."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -104,6 +105,12 @@ def main() -> None:
     files."""
     import signal
 
+    try:
+        os.getcwd()
+    except FileNotFoundError:  # before torch loads: oneMKL aborts the process with a FATAL ERROR in a deleted folder
+        print("benchbuild: error: the current folder no longer exists (it was deleted or moved): cd into an existing "
+              "folder and run the command again", file=sys.stderr)
+        sys.exit(1)
     debug = "--debug" in sys.argv[1:]
     if debug:
         sys.argv = [sys.argv[0], *[a for a in sys.argv[1:] if a != "--debug"]]
@@ -184,6 +191,13 @@ def _one_line(error: BaseException) -> str:
     if _out_of_space(error):
         where = getattr(error, "filename", None) or _written_path()
         message = f"no space left on the device holding {where}: free some space there and run the same command again"
+    elif isinstance(error, MemoryError):
+        message = ("out of memory: the process may not allocate what this command needs (a memory limit such as "
+                   "`ulimit -v` or a container's, or too little free memory); raise the limit or give smaller inputs"
+                   + (f" ({message})" if str(error) else ""))
+    elif isinstance(error, OSError) and error.errno == 36:  # ENAMETOOLONG: a name longer than the filesystem takes
+        message = (f"{error.filename or 'a path'}: file name too long (this filesystem takes names of at most 255 "
+                   "bytes, and benchbuild writes temporary names beside each output: choose a shorter --out)")
     elif isinstance(error, OSError) and error.filename is not None and error.strerror:
         message = f"{error.filename}: {error.strerror}"  # an unwritable folder, a full disk: the path and why
     elif not isinstance(error, (BenchbuildError, FileNotFoundError, FileExistsError, ValueError)):

@@ -212,7 +212,8 @@ def assess(record: LedgerRecord | None, reported: Mapping[str, Any]) -> Assessme
         if reported.get("statistic") == "median":
             low, high = min(values), max(values)
             inside = low <= paper <= high
-            rule = f"the paper's {paper:g} {'lies' if inside else 'does not lie'} within our runs' range [{low:.2f}, {high:.2f}]"
+            rule = (f"the paper's {paper:g} {'lies' if inside else 'does not lie'} within our runs' range "
+                    f"[{low:.2f}, {high:.2f}]")
         else:
             half = _t_quantile(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values)) \
                 if len(values) > 1 else 0.0
@@ -222,6 +223,15 @@ def assess(record: LedgerRecord | None, reported: Mapping[str, Any]) -> Assessme
         return Assessment("reproduced" if inside else "not reproduced", ours, len(counted), needed, rule=rule)
     return Assessment("not reproduced", ours, len(counted), needed,
                       rule=f"outside the paper's spread: |{ours:.2f} - {paper:g}| > {spread:g} ({kind})")
+
+
+def status_of(model: str, reported: Mapping[str, Any] | None) -> str:
+    """The ledger's status of `model`'s paper number `reported` ("reproduced", "partial", ...); "" without a number
+    or a record (a model file outside the catalogue)."""
+    if reported is None:
+        return ""
+    record = load_ledger().get(key_of(model, reported))
+    return "" if record is None else assess(record, reported).status
 
 
 def catalogue_numbers(entries: Iterable[Any]) -> list[tuple[str, dict]]:

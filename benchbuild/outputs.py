@@ -172,6 +172,7 @@ def check_output(out: Path, option: str, kind: str, *, inputs: Iterable[tuple[st
     resumes or adds to what is there, like `train` and `eval`): either way an existing output must be benchbuild's,
     of `kind`, to be replaced or continued. A symbolic link is never an output."""
     check_path_text(str(out), option)
+    _check_name_length(out, option)
     check_disjoint(out, option, inputs)
     _check_not_in_benchmark(out, option)
     if out.is_symlink():
@@ -187,6 +188,19 @@ def check_output(out: Path, option: str, kind: str, *, inputs: Iterable[tuple[st
         return
     raise BenchbuildError(f"{option} {out} exists and is not {description}: it is {_describe(out)}; benchbuild "
                           f"replaces only what it wrote, so choose another {option}")
+
+
+# A file system takes names of at most 255 bytes, and an output is first written under a temporary name beside it,
+# its own name with about 30 bytes more (`atomic`: ".NAME.partial-<pid>-<8 hex>").
+LONGEST_NAME = 255 - 30
+
+
+def _check_name_length(out: Path, option: str) -> None:
+    length = len(out.name.encode("utf-8", "surrogateescape"))
+    if length > LONGEST_NAME:
+        raise BenchbuildError(f"{option}: the name {out.name[:40]}... is {length} bytes long; benchbuild writes each "
+                              f"output under a temporary name about 30 bytes longer beside it, and a file system "
+                              f"takes names of at most 255 bytes: choose a name of at most {LONGEST_NAME} bytes")
 
 
 def _check_not_in_benchmark(out: Path, option: str) -> None:

@@ -259,6 +259,16 @@ def stale_scores(run: dict[str, Any], metrics: dict[str, Any]) -> str | None:
     return None
 
 
+def check_fresh(run_dir: Path, run: dict[str, Any], files: list[Path]) -> None:
+    """Refuse a run's metrics files that score other weights than its own (`stale_scores`), naming the way out."""
+    for file in files:
+        stale = stale_scores(run, read_metrics(file))
+        if stale is not None:
+            again = "" if file.parent == run_dir else f" --out {file.parent}"
+            raise BenchbuildError(f"{file} is stale: {stale}; evaluate the run again (benchbuild eval --run {run_dir} "
+                                  f"--data BENCHMARK{again})")
+
+
 def portable_path(path: str | Path, folder: str | Path) -> str | None:
     """`path` relative to `folder` (both resolved), as a file in `folder` records it; None where the two share no
     folder below the filesystem's root, for a path that climbs to the root spells out the machine's absolute path."""
@@ -318,7 +328,7 @@ RECORDED_PACKAGES = ("torch", "transformers", "datasets", "sacrebleu", "tokenize
 def environment() -> dict[str, Any]:
     """The software a run ran on: Python's, benchbuild's and `RECORDED_PACKAGES`' versions, and, where benchbuild runs
     from a git checkout, its commit and whether the checkout's package folder had uncommitted changes (None for
-    both when it is installed from a wheel); and which attention path grouped CPU training takes here."""
+    both when it is installed from a wheel)."""
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
@@ -330,13 +340,9 @@ def environment() -> dict[str, Any]:
         except PackageNotFoundError:
             return None
 
-    from benchbuild.zoo.attention.packed import path_in_words
-
     commit, dirty = benchbuild_commit()
     return {"python": platform.python_version(), "benchbuild": __version__, "benchbuild_commit": commit,
-            "benchbuild_dirty": dirty, **{name: installed(name) for name in RECORDED_PACKAGES},
-            # the two attention paths draw other dropout masks: another training (`packed.path_in_words`)
-            "attention_kernel": path_in_words()}
+            "benchbuild_dirty": dirty, **{name: installed(name) for name in RECORDED_PACKAGES}}
 
 
 @functools.lru_cache(maxsize=1)

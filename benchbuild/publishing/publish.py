@@ -79,8 +79,11 @@ def publish(benchmark: Path, out: Path, overwrite: bool = False, progress: bool 
     """Write the published folder of `benchmark` at `out` (the CLI has checked `out` with `check_output`)."""
     info = read_build_info(benchmark)
     if not (benchmark / "README.md").is_file():
-        raise BenchbuildError(f"{benchmark} has no README.md: publish starts from the card a build wrote; give a "
-                              "folder a build command or `benchbuild import` wrote")
+        command = info.command_line if isinstance(getattr(info, "command_line", None), str) else ""
+        again = (f"rebuild it with --overwrite to write the card again (build.json records the command that built "
+                 f"it: {command})" if command.startswith("benchbuild ") else
+                 "give a folder a build command or `benchbuild import` wrote")
+        raise BenchbuildError(f"{benchmark} has no README.md: publish starts from the card a build wrote; {again}")
     card = CardText.read(benchmark / "README.md")
     loaded = load_splits(benchmark)
     # In the build's order (a parquet or jsonl folder lists its files by name).

@@ -29,6 +29,19 @@ MaxNgramOption = Annotated[Optional[int], typer.Option(
     "--max-ngram", min=1, help="Longest n-gram in the dictionary (default: no bound).")]
 
 
+def check_moses_language(tokenize: str, lang: str, option: str) -> None:
+    """Refuse a language the Moses tokenizer knows no rules for, where --tokenize moses would apply them (sacremoses
+    would silently tokenize it with no language's non-breaking prefixes)."""
+    if tokenize != "moses":
+        return
+    from sacremoses.corpus import NonbreakingPrefixes
+
+    known = sorted(set(NonbreakingPrefixes().available_langs.values()))
+    if lang not in known:
+        raise BenchbuildError(f"{option} {lang!r}: the Moses tokenizer (--tokenize moses) has no rules for it; give "
+                              f"one of: {', '.join(known)}")
+
+
 @dataclass(frozen=True)
 class DegreeParameters:
     """Stages 1–4's options, shared by `benchbuild degree` and `benchbuild build-react`."""
@@ -41,8 +54,10 @@ class DegreeParameters:
     max_ngram: MaxNgramOption = None
 
     def check(self) -> None:
-        """Fail before any work on an option out of its declared range."""
+        """Fail before any work on an option out of its declared range, or a --lang the Moses tokenizer has no
+        rules for when --tokenize moses uses them."""
         check_ranges(self)
+        check_moses_language(self.tokenize, self.lang, "--lang")
 
     def normalizer(self) -> Normalizer:
         return Normalizer(lowercase=self.lowercase, tokenize=self.tokenize, lang=self.lang)  # type: ignore[arg-type]
@@ -151,6 +166,7 @@ class ReactParameters:
         --drop-top plus --band above --pool-size without --allow-small), a --cache-dir or --ensemble-dir that is a
         file, or a --device this machine does not have."""
         check_ranges(self)
+        check_moses_language(self.tokenize, self.source_lang, "--source-lang")
         self.train()
         pools = self.pools()
         self.validation()

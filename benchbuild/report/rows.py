@@ -27,7 +27,7 @@ from benchbuild.papers import (SPREADS, Paper, cited_paper, differences_of, repo
                                source_in_words)
 from benchbuild.report.metric_values import example_interval, headline_metrics
 from benchbuild.protocol import Comparison, PaperProtocol, RunProtocol, compare
-from benchbuild.run_folder import METRICS_FILE, metrics_files, read_metrics, read_run, stale_scores
+from benchbuild.run_folder import METRICS_FILE, check_fresh, metrics_files, read_metrics, read_run
 
 
 @dataclass(frozen=True)
@@ -186,15 +186,10 @@ class ReportRow:
 
     @property
     def ledger_status(self) -> str:
-        """What the reproduction ledger says of the paper's number here ("reproduced", "partial", ...:
-        benchbuild/ledger.toml, the statuses of docs/catalogue.md); "" without a paper number or a ledger record (a
-        model file outside the catalogue)."""
-        if self.reported is None:
-            return ""
-        from benchbuild.ledger import assess, key_of, load_ledger
+        """What the reproduction ledger says of the paper's number here (`ledger.status_of`)."""
+        from benchbuild.ledger import status_of
 
-        record = load_ledger().get(key_of(self.zoo_reference, self.reported))
-        return "" if record is None else assess(record, self.reported).status
+        return status_of(self.zoo_reference, self.reported)
 
     @property
     def select(self) -> str:
@@ -397,12 +392,7 @@ def build_report(run_dirs: Sequence[str | Path]) -> list[ReportRow]:
         files = metrics_files(run_dir)
         if not files:
             raise BenchbuildError(f"{run_dir} has no {METRICS_FILE}: run `benchbuild eval --run {run_dir}` first")
-        for file in files:
-            stale = stale_scores(run, read_metrics(file))
-            if stale is not None:
-                again = "" if file.parent == run_dir else f" --out {file.parent}"
-                raise BenchbuildError(f"{file} is stale: {stale}; evaluate the run again (benchbuild eval --run "
-                                      f"{run_dir} --data BENCHMARK{again})")
+        check_fresh(run_dir, run, files)
         model = str(run.get("model"))
         if model not in entries:
             entries[model] = _entry(run, run_dir)

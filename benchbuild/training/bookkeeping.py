@@ -91,6 +91,16 @@ def check_budgets(steps: int | None, minutes: float | None) -> None:
         raise BenchbuildError(f"the time budget must be a positive number of minutes; got {minutes}")
 
 
+def run_environment() -> dict:
+    """run.json's `environment`: the software (`run_folder.environment`) and the attention path grouped CPU training
+    takes here (the compiled kernel, or why it is off: the two draw other dropout masks, so they are other trainings,
+    and `reproduce` names a difference)."""
+    from benchbuild.run_folder import environment
+    from benchbuild.zoo.attention.packed import path_in_words
+
+    return {**environment(), "attention_kernel": path_in_words()}
+
+
 def check_budget_change(out: Path, record: dict, budget: int) -> None:
     """A run folder's steps are never undone: a budget below the steps it has trained is refused (it would record a
     smaller budget beside the larger run's weights). A larger one trains on; its earlier scores go stale

@@ -30,12 +30,12 @@ from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indi
                                           micro_batches)
 from benchbuild.training.bookkeeping import (check_budget_change, check_budgets, check_dictionaries, check_hold_out,
                                              check_selection, claimed, mark_diverged, recipe_identity, recorded_run,
-                                             selection_record, check_run_paths, check_settling, out_of_time, settled,
-                                             signals_held, stop_at_resume_point)
+                                             selection_record, check_run_paths, check_settling, out_of_time,
+                                             run_environment, settled, signals_held, stop_at_resume_point)
 from benchbuild.model_card import write_model_card
 from benchbuild.zoo.recipe import (TrainingRecipe, default_recipe, epoch_in_token_batches, planned_steps,
                                         resolve_recipe, validation_interval)
-from benchbuild.run_folder import (append_log, benchmark_fingerprint, clear, device_record, entry_record, environment,
+from benchbuild.run_folder import (append_log, benchmark_fingerprint, clear, device_record, entry_record,
                                    open_run, portable_path, save_pretrained, train_command_line, truncate_log,
                                    write_run)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
@@ -250,7 +250,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
                       "family": info.family, "name": info.name,
                       "splits": {name: {"rows": s.rows, "fingerprint": s.fingerprint} for name, s in info.splits.items()}},
         "command_line": train_command_line(model, data, out, arguments), "arguments": arguments,
-        "environment": environment(), **device_record(accelerator.device),
+        "environment": run_environment(), **device_record(accelerator.device),
         "seed": options.seed, "recipe_family": family, "recipe": training_recipe.to_dict(),
         "recipe_steps": recipe_steps, "step_budget": budget,
         "select": training_recipe.select, "validate_by": training_recipe.validate_by, "ties": training_recipe.ties,

@@ -57,6 +57,7 @@ def load_model(folder: str | Path):
     zoo.register()
     folder = Path(folder)
     refuse_remote_code(folder)
+    check_model_type(folder)
     try:
         model = AutoModelForSeq2SeqLM.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     except Exception as error:  # noqa: BLE001 - transformers and safetensors raise many kinds for one bad file
@@ -67,6 +68,23 @@ def load_model(folder: str | Path):
     # `generate(max_new_tokens=N)` call warn that both are set.
     zoo.catalogue.leave_lengths_to_calls(model.generation_config)
     return model
+
+
+def check_model_type(folder: Path) -> None:
+    """A config.json whose `model_type` no registered class builds is named as such (not as a damaged weights file):
+    a run of a model this benchbuild does not have, or a config.json edited by hand."""
+    import json
+
+    from transformers import CONFIG_MAPPING
+
+    try:
+        model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return  # a missing or damaged config.json is from_pretrained's to name
+    if isinstance(model_type, str) and model_type not in CONFIG_MAPPING:
+        raise BenchbuildError(f"{folder / 'config.json'} names model_type {model_type!r}, which neither benchbuild's "
+                              "zoo nor transformers builds: the run was made by another version or program, or the "
+                              f"file was edited; {_recovery(folder)}")
 
 
 def load_tokenizer(folder: str | Path):
