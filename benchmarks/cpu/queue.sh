@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU queue's background runs (benchmarks/cpu/QUEUE.md): one thread each, nice 19, in their own session so that
+# The CPU queue's background runs (benchmarks/cpu/QUEUE.md): one thread each, nice 19, detached (setsid) so that
 # they outlive the shell; resumable (a rerun of `start` with the same item and seed resumes from the run's last
 # checkpoint or resume point). At most two at once on a 2-core machine; pause them for any timing or test run.
 #

@@ -9,7 +9,8 @@
 #               interpreter to read them from)
 # .gpu/data/    the shared data the gpu tests and benchmarks read, copied from $BENCHBUILD_SHARED/data (default
 #               ../shared/data): SCAN tasks.txt and the simple split, ReaCT's IWSLT14 files, the WMT14 sample
-# Prints the size of .gpu and of everything that travels; fails above 60 MiB (the device tool carries 64 MiB).
+# Prints the size of .gpu and of everything that travels; fails above 60 MiB (what is copied to the GPU machine
+# beside the checkout is kept under 64 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -89,4 +90,4 @@ if [ "$total" -gt $((LIMIT_MIB * 1048576)) ]; then
   echo "prepare.sh: more than ${LIMIT_MIB} MiB would travel: drop a group (spaCy alone is ~85 MiB)" >&2
   exit 1
 fi
-echo "next, on the GPU machine (carry .gpu): bash benchmarks/gpu/run.sh [--log FILE] [setup|tests|scan|ensemble|react|all ...]"
+echo "next, on the GPU machine (with .gpu copied beside the checkout): bash benchmarks/gpu/run.sh [--log FILE] [setup|tests|scan|ensemble|react|all ...]"
