@@ -99,3 +99,20 @@ def test_publishing_a_benchmark_without_its_card_names_the_command_that_rebuilds
     refused(done, "has no README.md", "rebuild it with --overwrite", "benchbuild build-scan --out")
     assert not (tmp_path / "published").exists()
     shutil.rmtree(built)
+
+
+def test_home_pointing_at_a_file_still_trains_with_the_compiled_kernel(tiny_scan, tmp_path):
+    """The kernel's cache folder (~/.cache/benchbuild/kernels) cannot be made under a HOME that is a file: it used to
+    fall back, silently but for a warning, to the other attention path (another training, recorded as 'no working C
+    compiler'); the kernel is now built in a folder of the system's temporary folder instead."""
+    home = tmp_path / "home-is-a-file"
+    home.write_text("", encoding="utf-8")
+    model = tmp_path / "tiny.toml"
+    model.write_text(TINY, encoding="utf-8")
+    environment = {key: value for key, value in os.environ.items() if key != "BENCHBUILD_KERNEL_CACHE"}
+    done = subprocess.run([sys.executable, "-m", "benchbuild", "train", "--model", str(model), "--data", str(tiny_scan),
+                           "--out", str(tmp_path / "run"), "--device", "cpu"], capture_output=True, text=True,
+                          env={**environment, "HOME": str(home), "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["environment"]["attention_kernel"] == "compiled kernel"

@@ -53,8 +53,19 @@ _MAX_WEIGHTS = 2**32  # weight indices are hashed as 32-bit words
 
 
 def _cache_dir() -> Path:
+    """`$BENCHBUILD_KERNEL_CACHE`, else `~/.cache/benchbuild/kernels`; where that folder cannot be made (HOME a file, a
+    read-only home), one of this user's in the system's temporary folder, so that the kernel, and with it the same
+    training, does not depend on HOME."""
     configured = os.environ.get("BENCHBUILD_KERNEL_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "benchbuild" / "kernels"
+    try:
+        preferred = Path(configured) if configured else Path.home() / ".cache" / "benchbuild" / "kernels"
+        preferred.mkdir(parents=True, exist_ok=True)
+        return preferred
+    except (OSError, RuntimeError):  # RuntimeError: Path.home() without HOME or a passwd entry
+        return Path(tempfile.gettempdir()) / f"benchbuild-kernels-{os.getuid()}"
+
+
+_why_off: list[str] = []  # why the kernel could not be built, for `path_in_words`
 
 
 def _cpu_signature() -> str:
@@ -83,6 +94,7 @@ def build(compiler: str, cache_dir: Path) -> Path | None:
                 raise OSError(result.stderr.strip()[:300] or f"{compiler} exited with {result.returncode}")
             os.replace(built, target)  # atomic: processes building at once each rename a whole library
     except OSError as error:
+        _why_off.append(f"{SOURCE.name} could not be built ({' '.join(str(error).split())[:120]})")
         warnings.warn(f"benchbuild: could not compile {SOURCE.name} with {compiler} ({error}); grouped training "
                       "attends group by group instead (slower, and with other dropout masks: another training than "
                       "with the kernel, which run.json records). Set CC to a working C compiler to fix this.")
@@ -125,7 +137,9 @@ def path_in_words() -> str:
     difference."""
     if os.environ.get(ENABLED_VARIABLE, "1") == "0":
         return f"off: {ENABLED_VARIABLE}=0"
-    return "compiled kernel" if _library() is not None else "off: no working C compiler"
+    if _library() is not None:
+        return "compiled kernel"
+    return f"off: {_why_off[-1]}" if _why_off else "off: no C compiler found"
 
 
 @contextlib.contextmanager
