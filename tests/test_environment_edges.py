@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from commands import benchbuild_in_process as benchbuild
 from commands import refused
 
@@ -116,3 +117,20 @@ def test_home_pointing_at_a_file_still_trains_with_the_compiled_kernel(tiny_scan
     assert done.returncode == 0, done.stderr
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["environment"]["attention_kernel"] == "compiled kernel"
+
+
+def test_canonically_equal_spellings_score_as_equal_in_nfc():
+    """NFC and NFD spellings of one word (issue #60): a prediction "café" written with a combining accent used to get
+    exact match 0 against the precomposed reference; both are compared in NFC, and metrics.json says so."""
+    import unicodedata
+
+    from benchbuild.evaluation.scoring import score_rows
+
+    references = ["le café est chaud", "une idée précise", "il a été là"]
+    rows = [{"id": str(index), "source": "x", "target": text} for index, text in enumerate(references)]
+    decomposed = [unicodedata.normalize("NFD", text) for text in references]
+    assert decomposed != references
+    scores = score_rows(rows, decomposed)
+    assert scores["unicode_normalization"] == "NFC"
+    assert scores["exact_match"] == 100.0 and scores["bleu"]["score"] == pytest.approx(100.0)
+    assert score_rows(rows, ["le café est froid", *references[1:]])["exact_match"] < 100.0

@@ -5,6 +5,8 @@ Used by `benchbuild eval` (predictions of a trained run) and `benchbuild score` 
 
 from __future__ import annotations
 
+import unicodedata
+
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -29,9 +31,14 @@ def score_rows(rows: Sequence[Mapping[str, Any]], predictions: Sequence[str], *,
     theirs is not ours: `evaluation.paper_bleu`); COMP where `fr_noun`/`fr_adjective`/`order` exist; BLEU by degree
     bucket where `degree` exists; CTER when a lexicon and the rows' compounds are given. Each number has its 95%
     bootstrap interval over the test rows beside it (`exact_match_ci`, `bleu_ci`...; `uncertainty.ExampleIntervals`;
-    a paper BLEU's inside its entry)."""
+    a paper BLEU's inside its entry).
+
+    Predictions and references are compared in Unicode normal form NFC (metrics.json says so: `unicode_normalization`):
+    a canonically equal prediction spelled in NFD ("e" + a combining accent for "é") scores as the same words."""
     if len(predictions) != len(rows):
         raise BenchbuildError(f"{len(predictions)} predictions for {len(rows)} rows")
+    predictions = [unicodedata.normalize("NFC", prediction) for prediction in predictions]
+    rows = [{**row, "target": unicodedata.normalize("NFC", row["target"])} for row in rows]
     references = [row["target"] for row in rows]
     columns = set(rows[0]) if rows else set()
     tokenize = metrics.bleu_tokenizer_for(references)
@@ -76,7 +83,7 @@ def score_rows(rows: Sequence[Mapping[str, Any]], predictions: Sequence[str], *,
         intervals.add_share("cter_aggregate", [not all(verdicts[start:start + CONTEXTS_PER_COMPOUND]) for start in
                                                range(0, groups * CONTEXTS_PER_COMPOUND, CONTEXTS_PER_COMPOUND)],
                             "compounds (their 5 contexts resampled together)")
-    return intervals.beside(result)
+    return {**intervals.beside(result), "unicode_normalization": "NFC"}
 
 
 def score_file(data: str | Path, split: str, predictions: str | Path, *, lexicon: str | Path | None = None,
