@@ -31,7 +31,8 @@ def zoo_command(
     format_: Annotated[str, typer.Option(
         "--format", metavar="text|json", callback=_text_or_json,
         help="json: the entries (or the --model one) with every paper number and its reproduction status from the "
-        "ledger (`ours`: status, the runs' values and evidence, the command that reproduces it), for scripts.")] = "text",
+        "ledger (`ours`: status, the runs' values and evidence, the command that reproduces it), for scripts.")
+    ] = "text",
 ) -> None:
     """List the model zoo: every catalogue entry with its kind, paper ids, known differences from its papers and one
     line (one block per model)."""
@@ -81,13 +82,14 @@ def _print_json(name: str | None) -> None:
     """`zoo --format json`: each entry (or the one named) with its `[[reported]]` rows, each with `ours`."""
     import json
 
+    from benchbuild.checked import checked_against
     from benchbuild.ledger import key_of, load_ledger, ours_json
     from benchbuild.zoo import list_entries, load_entry
 
     ledger = load_ledger()
     entries = [load_entry(name)] if name is not None else list_entries()
     models = [{"name": entry.name, "kind": entry.architecture["kind"], "paper": entry.paper, "summary": entry.summary,
-               "recipes": sorted(entry.recipes),
+               "checked": checked_against(entry.name), "recipes": sorted(entry.recipes),
                "reported": [{**row, "ours": ours_json(ledger.get(key_of(entry.name, row)), row)}
                             for row in entry.reported]}
               for entry in entries]
@@ -106,6 +108,7 @@ def _print_resolved_model(name: str) -> None:
     import torch
     from rich.text import Text
 
+    from benchbuild.checked import checked_against
     from benchbuild.ledger import load_ledger
     from benchbuild.papers import selection_rule
     from benchbuild.zoo import build_model, load_entry
@@ -118,6 +121,8 @@ def _print_resolved_model(name: str) -> None:
                             "number on its benchmark, else the one named for its benchmark family (nounadj), else "
                             "scan (SCAN) or mt; `train --recipe` chooses another.", max(out.width, 40),
                             break_on_hyphens=False), markup=False, highlight=False, soft_wrap=True)
+    out.print(textwrap.fill(f"Checked: {checked_against(entry.name)}.", max(out.width, 40), break_on_hyphens=False),
+              markup=False, highlight=False, soft_wrap=True)
     for family, recipe in sorted(entry.recipes.items()):
         architecture = resolved_architecture(entry, family)
         vocabulary = recipe.get("bpe_vocab_size") or 32
