@@ -27,6 +27,12 @@ _DANGLE = "mswellhao/Dangle @ 27223eb (fairseq/fairseq/models/transformer_*dangl
 _PROTOTYPE = ("the paper's text (000 §3, App. A); the nearest code, the authors' 2020 prototype robertodessi/fairseq "
               "dev @ f85f0b88 (fairseq/models/ctronn*.py), is not yet run beside it")
 _NOT_YET = "not yet run beside it (issue #56)"
+_003_TESTS = "tests/reference/test_transformer_003.py"
+_003_WHAT = ("float64 logits and gradients on 40 real padded length-split rows (training and evaluation mode, the "
+             "grouped training pass), Adam steps with 003's clip, the initial draw family by family; differences "
+             "pinned by tests: their encoder reads a start token and their decoder starts from the end row, their two "
+             "embedding tables against our one, our loss over the whole vocabulary, the embeddings' Xavier bound over "
+             "our vocabulary size")
 
 CHECKS: dict[str, Check] = {
     "syntactic_attention": Check(
@@ -36,13 +42,15 @@ CHECKS: dict[str, Check] = {
         "clipping, a 200-update loss curve, greedy actions on 200 real sources, the initial draw tensor by tensor; "
         "the loss over the shared vocabulary (theirs: the actions) is the one difference, pinned by a test"),
     "transformer": Check("read", f"{_003} for the scan recipe, fairseq's Transformer in {_DANGLE} for the MT recipes",
-                         what=f"{_NOT_YET}; its 003 draw is checked against the code's bounds "
-                              "(tests/zoo/test_003_init.py)"),
-    "transformer_noscale": Check("read", _003, what=_NOT_YET),
-    "transformer_ped": Check("read", _003, what=f"{_NOT_YET}; the draw: tests/zoo/test_003_init.py"),
-    "relative_transformer": Check("read", _003, what=_NOT_YET),
-    "relative_universal_transformer": Check("read", _003, what=_NOT_YET),
-    "universal_transformer": Check("read", _003, what=_NOT_YET),
+                         what=f"with init = \"003\", attention_bias = false and output_bias = true it is tested equal "
+                              f"to 003's opennmt variant ({_003_TESTS}); as catalogued (the zoo's own draw, attention "
+                              f"biases) and against fairseq, {_NOT_YET}"),
+    "transformer_noscale": Check("tested equal", _003, _003_TESTS, _003_WHAT),
+    "transformer_ped": Check("tested equal", _003, _003_TESTS, _003_WHAT),
+    "relative_transformer": Check("tested equal", _003, _003_TESTS,
+                                  f"{_003_WHAT}; greedy decoding on 200 real sources"),
+    "relative_universal_transformer": Check("tested equal", _003, _003_TESTS, _003_WHAT),
+    "universal_transformer": Check("tested equal", _003, _003_TESTS, _003_WHAT),
     "dangle": Check("read", _DANGLE, what=f"{_NOT_YET}; tests/zoo/test_dangle_official.py restates its pieces"),
     "rdangle_shr": Check("read", _DANGLE, what=_NOT_YET),
     "rdangle_sep": Check("read", _DANGLE, what=_NOT_YET),
