@@ -7,11 +7,13 @@ timed between the updates of the same run (the machine is shared and noisy: the 
 the FLOP rate as a share of the matrix product's; and the profile's top operators by self time.
 
 Cases: 002's `syntactic_attention` (recipe scan, batch 1) as it runs now and with its LSTMs back on torch's oneDNN
-kernels (`--onednn`: the update before the unrolled cell and the one-node decoder loop, benchbuild.zoo.recurrent);
-`lstm_attention` (scan, batch 1); the zoo `transformer` with 000's SCAN recipe (scan_000) and 003's (scan), 003's `universal_transformer` and
-`relative_universal_transformer` (scan), batch 256.
+kernels (`sa-onednn`: the update before the unrolled cell and the one-node decoder loop, benchbuild.zoo.recurrent);
+`lstm_attention` (scan, batch 1) likewise (`lstm-onednn`: its 2-layer encoder one `nn.LSTM` call, its decoder one
+`nn.LSTMCell` step at a time under plain autograd); the zoo `transformer` with 000's SCAN recipe (scan_000) and
+003's (scan), 003's `universal_transformer` and `relative_universal_transformer` (scan), batch 256.
 
-Run: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/update_cost.py [--updates 40] [--cases sa,sa-onednn,lstm,t000,t003,ut,rut]
+Run: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/update_cost.py [--updates 40]
+      [--cases sa,sa-onednn,lstm,lstm-onednn,t000,t003,ut,rut]
       [--profile]
 """
 
@@ -31,7 +33,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from benchbuild.training.tokenization import word_level_tokenizer
 from benchbuild.zoo import build_model, load_entry
-from benchbuild.zoo import recurrent
+from benchbuild.zoo import lstm_attention, recurrent
 from benchbuild.zoo.catalogue import resolved_architecture
 from benchbuild.zoo.recipe import resolve_recipe
 
@@ -42,6 +44,7 @@ CASES = {  # name: (entry, recipe, oneDNN LSTMs)
     "sa": ("syntactic_attention", "scan", False),
     "sa-onednn": ("syntactic_attention", "scan", True),
     "lstm": ("lstm_attention", "scan", False),
+    "lstm-onednn": ("lstm_attention", "scan", True),
     "t000": ("transformer", "scan_000", False),
     "t003": ("transformer", "scan", False),
     "ut": ("universal_transformer", "scan", False),
@@ -51,8 +54,9 @@ CASES = {  # name: (entry, recipe, oneDNN LSTMs)
 
 @contextlib.contextmanager
 def onednn_lstms():
-    """The recurrent layers as they ran before 2026-12-05: every LSTM through torch's own (oneDNN) kernels, packed, and
-    Syntactic Attention's decoder one `nn.LSTM` call per step under plain autograd."""
+    """The recurrent layers as they ran before 2026-12-05: every LSTM through torch's own (oneDNN) kernels, packed,
+    Syntactic Attention's decoder one `nn.LSTM` call per step and `lstm_attention`'s one `nn.LSTMCell` call per step,
+    under plain autograd."""
     def packed(lstm, inputs, mask):
         from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -77,8 +81,22 @@ def onednn_lstms():
                 state, query = (hidden, cell), output[:, 0]
         return torch.stack(weights, dim=1)
 
-    with mock.patch.object(recurrent, "unrolled_lstm", packed), \
-            mock.patch.object(recurrent.AttentionLoop, "apply", loop):
+    def attentive(cell, embedded, keys, mask):
+        batch, width = keys.size(0), keys.size(-1)
+        state, memory_cell, context = (keys.new_zeros(batch, width) for _ in range(3))
+        states, weights = [], []
+        for step in range(embedded.size(1)):
+            state, memory_cell = cell(torch.cat([embedded[:, step], context], dim=-1), (state, memory_cell))
+            alpha = recurrent.dot_attention(state, keys, mask)
+            context = torch.einsum("bl,bld->bd", alpha, keys)
+            states.append(state)
+            weights.append(alpha)
+        weights = torch.stack(weights, dim=1)
+        return torch.cat([torch.stack(states, dim=1), torch.einsum("btl,bld->btd", weights, keys)], dim=-1), weights
+
+    with mock.patch.object(recurrent, "unrolled_lstm", packed), mock.patch.object(recurrent, "stacked_lstm", packed), \
+            mock.patch.object(recurrent.AttentionLoop, "apply", loop), \
+            mock.patch.object(lstm_attention, "attentive_decoder", attentive):
         yield
 
 
@@ -181,9 +199,10 @@ def main() -> None:
               f"{result['ratio']:>9.1f} {result['gflop']:>8.3f} {100 * result['share']:>12.1f}%")
         if result["top"]:
             print("           top: " + "; ".join(result["top"]))
-    if "sa" in results and "sa-onednn" in results:
-        print(f"syntactic_attention: oneDNN / now = {results['sa-onednn']['ratio'] / results['sa']['ratio']:.2f}x "
-              "(ratios to the same run's matmul)")
+    for now, before, name in (("sa", "sa-onednn", "syntactic_attention"), ("lstm", "lstm-onednn", "lstm_attention")):
+        if now in results and before in results:
+            print(f"{name}: oneDNN / now = {results[before]['ratio'] / results[now]['ratio']:.2f}x "
+                  "(ratios to the same run's matmul)")
 
 
 if __name__ == "__main__":

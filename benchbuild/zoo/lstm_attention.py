@@ -1,7 +1,9 @@
 """The recurrent encoder-decoder with attention: the usual SCAN baseline (002 Table 1, Lake & Baroni 2018).
 
 A bidirectional LSTM encodes the source; an LSTM decoder reads the previous target word and the previous context,
-attends over the encoder states with a dot product and predicts from [decoder state; context].
+attends over the encoder states with a dot product and predicts from [decoder state; context]. Both run as
+benchbuild.zoo.recurrent writes them out: the encoder layer by layer with `nn.LSTM`'s own dropout masks between
+layers, the decoder loop in one autograd node.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
-from benchbuild.zoo.recurrent import attentive_decoder_states, bidirectional_states, init_recurrent_model
+from benchbuild.zoo.recurrent import attentive_decoder, bidirectional_states, init_recurrent_model
 from benchbuild.zoo.dropout import Dropout
 from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel
 
@@ -62,9 +64,8 @@ class LSTMAttentionForSeq2Seq(ZooSeq2SeqModel):
 
     def decode(self, decoder_input_ids: torch.LongTensor, memory: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         embedded = self.dropout(self.embedding(decoder_input_ids))
-        states, weights = attentive_decoder_states(self.decoder_cell, embedded, memory, mask)
-        contexts = torch.einsum("btl,bld->btd", weights, memory)
-        return self.output(self.dropout(torch.cat([states, contexts], dim=-1)))
+        states_and_contexts, _ = attentive_decoder(self.decoder_cell, embedded, memory, mask)
+        return self.output(self.dropout(states_and_contexts))
 
     def forward(self, input_ids: torch.LongTensor | None = None, attention_mask: torch.Tensor | None = None,
                 decoder_input_ids: torch.LongTensor | None = None, labels: torch.LongTensor | None = None,

@@ -1,11 +1,14 @@
-"""Recurrent pieces shared by the LSTM models: a bidirectional LSTM over right-padded batches, dot attention.
+"""Recurrent pieces shared by the LSTM models: a bidirectional LSTM over right-padded batches, dot attention, and the
+attentive LSTM decoders' loops.
 
-A one-layer `nn.LSTM` is run here as its cell written out in matrix products (`lstm_cell`): torch's LSTM on the CPU
+An `nn.LSTM` is run here as its cell written out in matrix products (`lstm_cell`, `LSTMLayer`): torch's LSTM on the CPU
 goes through oneDNN, whose fixed cost per call (about 1.8 ms forward and 2.8 ms backward for a one-step call of a
 400-unit cell, measured 2026-12-05) dwarfs the arithmetic at the batch sizes of 002's protocol (one row). The
 parameters are the `nn.LSTM`'s own, so checkpoints and the authors' code read the same weights; the arithmetic is
 PyTorch's LSTM cell (gates i, f, g, o), equal to oneDNN's to float rounding (tests/zoo/test_unrolled_lstm.py). Stacked
-layers keep `nn.LSTM`, whose dropout between layers draws its masks itself.
+layers run one by one, with the dropout between them drawn exactly as `nn.LSTM` draws it (`stacked_lstm`), so that a
+seed gives the masks it gave before. The decoder loops (`AttentionLoop`, `AttentiveDecoder`) are one autograd node
+each, backward written out, so that a weight's gradient is one product over all steps.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.autograd.function import once_differentiable
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 from transformers import initialization as init
 
 
@@ -34,22 +38,55 @@ def lstm_cell(projected: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] 
     return torch.sigmoid(output_gate) * torch.tanh(cell), cell
 
 
-def unrolled_lstm(lstm: nn.LSTM, inputs: torch.Tensor,
-                  mask: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-    """A one-layer batch-first `lstm` over right-padded `inputs` (B, L, ·), its cell written out: what `packed_lstm`
-    returns. Each direction projects every position's input in one product, then runs its steps in one autograd node
+def unrolled_lstm(lstm: nn.LSTM, inputs: torch.Tensor, mask: torch.Tensor,
+                  layer: int = 0) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """Layer `layer` of a batch-first `lstm` over right-padded `inputs` (B, L, ·), its cell written out: the outputs
+    (B, L, directions·H) and the final (h, c) (directions, B, H), as `packed_lstm` returns them for a one-layer LSTM.
+    Each direction projects every position's input in one product, then runs its steps in one autograd node
     (`LSTMLayer`); a row's state stays put at its padding (so the forward direction ends at the row's last word and
     the backward one starts there, from zero), and the outputs are zero at padded positions."""
     keep = None if bool(mask.all()) else mask.to(inputs.dtype)[:, :, None]
     outputs, finals, cells = [], [], []
     for suffix in ("", "_reverse")[:2 if lstm.bidirectional else 1]:
-        projected = F.linear(inputs, getattr(lstm, f"weight_ih_l0{suffix}"), getattr(lstm, f"bias_ih_l0{suffix}"))
-        output, final, cell = LSTMLayer.apply(projected, getattr(lstm, f"weight_hh_l0{suffix}"),
-                                              getattr(lstm, f"bias_hh_l0{suffix}"), keep, bool(suffix))
+        name = f"l{layer}{suffix}"
+        projected = F.linear(inputs, getattr(lstm, f"weight_ih_{name}"), getattr(lstm, f"bias_ih_{name}"))
+        output, final, cell = LSTMLayer.apply(projected, getattr(lstm, f"weight_hh_{name}"),
+                                              getattr(lstm, f"bias_hh_{name}"), keep, bool(suffix))
         outputs.append(output)
         finals.append(final)
         cells.append(cell)
     return torch.cat(outputs, dim=-1), (torch.stack(finals), torch.stack(cells))
+
+
+def stacked_lstm(lstm: nn.LSTM, inputs: torch.Tensor,
+                 mask: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """A batch-first `lstm` of several layers over right-padded `inputs` (B, L, ·), layer by layer in
+    `unrolled_lstm`: what `packed_lstm` returns, with the same dropout masks between layers.
+
+    `nn.LSTM` in training drops its layers' outputs (but the last's) with `torch.dropout` on the packed data of the
+    sequence: positions in time-major order, rows sorted by length, padding absent (and oneDNN's path, which it takes
+    for one row, holds the same elements in the same order). The same call on the same data here draws the same
+    Bernoulli numbers from torch's generator, in the same order, so a seed gives the masks it gave `nn.LSTM`
+    (tests/zoo/test_lstm_attention_fast.py)."""
+    finals, cells = [], []
+    for layer in range(lstm.num_layers):
+        inputs, (final, cell) = unrolled_lstm(lstm, inputs, mask, layer)
+        finals.append(final)
+        cells.append(cell)
+        if lstm.training and lstm.dropout > 0 and layer + 1 < lstm.num_layers:
+            inputs = packed_dropout(inputs, mask, lstm.dropout)
+    return inputs, (torch.cat(finals), torch.cat(cells))
+
+
+def packed_dropout(inputs: torch.Tensor, mask: torch.Tensor, p: float) -> torch.Tensor:
+    """`torch.dropout` of right-padded `inputs` (B, L, ·) applied to their packed data, as `nn.LSTM` applies it
+    between layers; one unpadded row is its own packed data."""
+    if inputs.size(0) == 1 and bool(mask.all()):
+        return torch.dropout(inputs, p, True)
+    packed = pack_padded_sequence(inputs, mask.sum(1).clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+    dropped = PackedSequence(torch.dropout(packed.data, p, True), packed.batch_sizes, packed.sorted_indices,
+                             packed.unsorted_indices)
+    return pad_packed_sequence(dropped, batch_first=True, total_length=inputs.size(1))[0]
 
 
 class LSTMLayer(torch.autograd.Function):
@@ -63,6 +100,7 @@ class LSTMLayer(torch.autograd.Function):
         batch, length = projected.shape[:2]
         hidden = weight_hh.size(1)
         order = range(length - 1, -1, -1) if reverse else range(length)
+        biased = projected + bias_hh
         state = projected.new_zeros(batch, hidden)
         cell = projected.new_zeros(batch, hidden)
         outputs = projected.new_zeros(batch, length, hidden)
@@ -70,35 +108,40 @@ class LSTMLayer(torch.autograd.Function):
         activations, cell_tanhs = torch.empty_like(projected), torch.empty_like(outputs)
         for position in order:
             previous_states[:, position], previous_cells[:, position] = state, cell
-            gates = torch.addmm(projected[:, position] + bias_hh, state, weight_hh.t())
-            gate_in, gate_forget, cell_input, gate_out = gates.chunk(4, dim=-1)
-            gate_in, gate_forget, gate_out = gate_in.sigmoid(), gate_forget.sigmoid(), gate_out.sigmoid()
-            cell_input = cell_input.tanh()
-            new_cell = gate_forget * cell + gate_in * cell_input
-            cell_tanh = new_cell.tanh()
-            new_state = gate_out * cell_tanh
-            activations[:, position] = torch.cat([gate_in, gate_forget, cell_input, gate_out], dim=-1)
-            cell_tanhs[:, position] = cell_tanh
+            gates = torch.addmm(biased[:, position], state, weight_hh.t())
+            activation = activations[:, position]
+            torch.sigmoid(gates, out=activation)
+            torch.tanh(gates[:, 2 * hidden:3 * hidden], out=activation[:, 2 * hidden:3 * hidden])
+            gate_in, gate_forget, cell_input, gate_out = activation.chunk(4, dim=-1)
+            new_cell = torch.addcmul(gate_forget * cell, gate_in, cell_input)
+            cell_tanh = torch.tanh(new_cell, out=cell_tanhs[:, position])
             if keep is None:
-                state, cell = new_state, new_cell
-                outputs[:, position] = new_state
+                state, cell = torch.mul(gate_out, cell_tanh, out=outputs[:, position]), new_cell
             else:
                 here = keep[:, position]
+                new_state = gate_out * cell_tanh
                 state = torch.lerp(state, new_state, here)
                 cell = torch.lerp(cell, new_cell, here)
-                outputs[:, position] = new_state * here
+                torch.mul(new_state, here, out=outputs[:, position])
         ctx.reverse = reverse
         ctx.save_for_backward(weight_hh, keep, previous_states, previous_cells, activations, cell_tanhs)
-        return outputs, state, cell
+        return outputs, state.clone() if keep is None else state, cell  # the final state apart from `outputs`
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad_outputs, grad_state, grad_cell):
         weight_hh, keep, previous_states, previous_cells, activations, cell_tanhs = ctx.saved_tensors
-        length = activations.size(1)
+        length, hidden = activations.size(1), weight_hh.size(1)
         order = range(length) if ctx.reverse else range(length - 1, -1, -1)
-        grad_gates = torch.zeros_like(activations)
-        grad_state = torch.zeros_like(previous_states[:, 0]) if grad_state is None else grad_state.clone()
-        grad_cell = torch.zeros_like(previous_cells[:, 0]) if grad_cell is None else grad_cell.clone()
+        gate_in, gate_forget, cell_input, gate_out = activations.chunk(4, dim=-1)
+        # dgates = [dc; dc; dc; dh] * factors, and dc = dh * through + the next step's dc * f
+        slopes = activations * (1 - activations)
+        slopes[..., 2 * hidden:3 * hidden] = 1 - cell_input * cell_input
+        factors = torch.cat([cell_input, previous_cells, gate_in, cell_tanhs], dim=-1).mul_(slopes)
+        through = gate_out * (1 - cell_tanhs * cell_tanhs)
+        grad_gates = torch.empty_like(activations)
+        grad_state = torch.zeros_like(previous_states[:, 0]) if grad_state is None else grad_state
+        grad_cell = torch.zeros_like(previous_cells[:, 0]) if grad_cell is None else grad_cell
         for position in order:
             grad_new_state = grad_state + grad_outputs[:, position]
             grad_new_cell = grad_cell
@@ -106,16 +149,11 @@ class LSTMLayer(torch.autograd.Function):
                 here = keep[:, position]
                 grad_new_state, grad_new_cell = grad_new_state * here, grad_new_cell * here
                 passed_state, passed_cell = grad_state * (1 - here), grad_cell * (1 - here)
-            gate_in, gate_forget, cell_input, gate_out = activations[:, position].chunk(4, dim=-1)
-            cell_tanh = cell_tanhs[:, position]
-            grad_c = grad_new_cell + grad_new_state * gate_out * (1 - cell_tanh * cell_tanh)
-            grad = torch.cat([grad_c * cell_input * gate_in * (1 - gate_in),
-                              grad_c * previous_cells[:, position] * gate_forget * (1 - gate_forget),
-                              grad_c * gate_in * (1 - cell_input * cell_input),
-                              grad_new_state * cell_tanh * gate_out * (1 - gate_out)], dim=-1)
-            grad_gates[:, position] = grad
+            grad_c = torch.addcmul(grad_new_cell, grad_new_state, through[:, position])
+            grad = torch.mul(torch.cat([grad_c, grad_c, grad_c, grad_new_state], dim=-1), factors[:, position],
+                             out=grad_gates[:, position])
             grad_state = grad @ weight_hh
-            grad_cell = grad_c * gate_forget
+            grad_cell = grad_c * gate_forget[:, position]
             if keep is not None:
                 grad_state, grad_cell = grad_state + passed_state, grad_cell + passed_cell
         flat = grad_gates.reshape(-1, grad_gates.size(-1))
@@ -125,16 +163,13 @@ class LSTMLayer(torch.autograd.Function):
 
 def packed_lstm(lstm: nn.LSTM, inputs: torch.Tensor,
                 mask: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-    """Run a batch-first `lstm` over right-padded `inputs` (B, L, ·) as packed sequences, so that no row reads its
-    padding: the outputs (B, L, directions·H), zero at padded positions, and the final (h_n, c_n) of each row's
-    real end (layers·directions, B, H). A one-layer LSTM runs in `unrolled_lstm`, the same computation."""
+    """Run a batch-first `lstm` over right-padded `inputs` (B, L, ·) as `nn.LSTM` runs packed sequences, so that no
+    row reads its padding: the outputs (B, L, directions·H), zero at padded positions, and the final (h_n, c_n) of
+    each row's real end (layers·directions, B, H). A one-layer LSTM runs in `unrolled_lstm`, a stacked one in
+    `stacked_lstm`: the same computation."""
     if lstm.num_layers == 1:
         return unrolled_lstm(lstm, inputs, mask)
-    lengths = mask.sum(1).clamp(min=1).cpu()
-    packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
-    output, final = lstm(packed)
-    output, _ = pad_packed_sequence(output, batch_first=True, total_length=inputs.size(1))
-    return output, final
+    return stacked_lstm(lstm, inputs, mask)
 
 
 def bidirectional_states(lstm: nn.LSTM, embedded: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -164,23 +199,114 @@ def init_recurrent_model(module: nn.Module) -> None:
                 init.zeros_(parameter)
 
 
-def attentive_decoder_states(cell: nn.LSTMCell, embedded: torch.Tensor, keys: torch.Tensor,
-                             mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def attentive_decoder(cell: nn.LSTMCell, embedded: torch.Tensor, keys: torch.Tensor,
+                      mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Run an LSTM decoder that reads [previous target word; previous context] (B, T, ·) and attends over `keys`.
 
-    Step i: s_i = LSTM(s_{i-1}, [y_{i-1}; c_{i-1}]), α_i = softmax(s_i · keys), c_i = Σ_j α_ij keys_j.
-    Returns the states s (B, T, W) and the attention weights α (B, T, L).
-    """
-    batch, width = keys.size(0), keys.size(-1)
-    state, memory_cell, context = (keys.new_zeros(batch, width) for _ in range(3))
-    states, weights = [], []
-    for step in range(embedded.size(1)):
-        state, memory_cell = cell(torch.cat([embedded[:, step], context], dim=-1), (state, memory_cell))
-        alpha = dot_attention(state, keys, mask)
-        context = torch.einsum("bl,bld->bd", alpha, keys)
-        states.append(state)
-        weights.append(alpha)
-    return torch.stack(states, dim=1), torch.stack(weights, dim=1)
+    Step i: s_i = LSTM(s_{i-1}, [y_{i-1}; c_{i-1}]), α_i = softmax(s_i · keys), c_i = Σ_j α_ij keys_j, from zero
+    s_0, memory cell and c_0. Returns [s_i; c_i] (B, T, 2W), what the output layer reads, and the attention weights α
+    (B, T, L). The loop is one autograd node (`AttentiveDecoder`)."""
+    return AttentiveDecoder.apply(embedded, keys, mask, cell.weight_ih, cell.bias_ih, cell.weight_hh, cell.bias_hh)
+
+
+class AttentiveDecoder(torch.autograd.Function):
+    """The decoder loop of the attentive LSTM (`attentive_decoder`) in one autograd node, backward written out
+    (backpropagation through the cell, the dot attention and the context fed back): (outputs [s_i; c_i] (B, T, 2W),
+    α (B, T, L)) from the target embeddings `embedded` (B, T, E), `keys` (B, L, W), `mask` (B, L) and the
+    `nn.LSTMCell`'s parameters, whose input is [y; c] (E + W).
+
+    Plain autograd writes a weight-sized gradient for each product of each step (two per step, 6.4 MB at 002's 400
+    units) and adds them up; here the embeddings' share of the gates is one product over all steps and each weight's
+    gradient is one product over all steps. Nothing weight-sized is allocated but the two gradients themselves: on
+    the CPU a fresh weight-sized tensor costs about as much as a product with the weight (its pages are faulted in),
+    so the cell's two weights are read side by side rather than concatenated. The values are those of the
+    step-by-step loop to float rounding (tests/zoo/test_lstm_attention_fast.py)."""
+
+    @staticmethod
+    def forward(ctx, embedded, keys, mask, weight_ih, bias_ih, weight_hh, bias_hh):
+        batch, steps, split = embedded.shape
+        width = weight_hh.size(1)
+        masked = None if bool(mask.all()) else ~mask.bool()
+        weight_context = weight_ih[:, split:]
+        projected = torch.addmm(bias_ih + bias_hh, embedded.transpose(0, 1).reshape(steps * batch, split),
+                                weight_ih[:, :split].t()).view(steps, batch, 4 * width)
+        # time-major: outputs[t] = [s_t; c_t], what step t reads; cells[t] the memory cell before step t
+        outputs = embedded.new_zeros(steps + 1, batch, 2 * width)
+        cells = embedded.new_zeros(steps + 1, batch, width)
+        activations = embedded.new_empty(steps, batch, 4 * width)
+        cell_tanhs = embedded.new_empty(steps, batch, width)
+        alphas = []
+        for step in range(steps):
+            gates = torch.addmm(projected[step], outputs[step, :, width:], weight_context.t())
+            gates.addmm_(outputs[step, :, :width], weight_hh.t())
+            activation = activations[step]
+            torch.sigmoid(gates, out=activation)
+            torch.tanh(gates[:, 2 * width:3 * width], out=activation[:, 2 * width:3 * width])
+            gate_in, gate_forget, cell_input, gate_out = activation.chunk(4, dim=-1)
+            torch.addcmul(gate_forget * cells[step], gate_in, cell_input, out=cells[step + 1])
+            torch.tanh(cells[step + 1], out=cell_tanhs[step])
+            state, context = outputs[step + 1].split(width, dim=-1)
+            torch.mul(gate_out, cell_tanhs[step], out=state)
+            scores = torch.bmm(keys, state[:, :, None])[:, :, 0]
+            if masked is not None:
+                scores.masked_fill_(masked, float("-inf"))
+            alpha = scores.softmax(-1)
+            context.copy_(torch.bmm(alpha[:, None], keys)[:, 0])
+            alphas.append(alpha)
+        alphas = torch.stack(alphas)
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(embedded, keys, weight_ih, weight_hh, outputs, cells, activations, cell_tanhs, alphas)
+        return outputs[1:].transpose(0, 1), alphas.transpose(0, 1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_outputs, grad_alphas):
+        embedded, keys, weight_ih, weight_hh, outputs, cells, activations, cell_tanhs, alphas = ctx.saved_tensors
+        steps, batch, split = alphas.size(0), alphas.size(1), embedded.size(-1)
+        width = weight_hh.size(1)
+        weight_context = weight_ih[:, split:]
+        gate_in, gate_forget, cell_input, gate_out = activations.chunk(4, dim=-1)
+        # dgates = [dm; dm; dm; ds] * factors, and dm = ds * through + the next step's dm * f
+        slopes = activations * (1 - activations)
+        slopes[..., 2 * width:3 * width] = 1 - cell_input * cell_input
+        factors = torch.cat([cell_input, cells[:-1], gate_in, cell_tanhs], dim=-1).mul_(slopes)
+        through = gate_out * (1 - cell_tanhs * cell_tanhs)
+        # of [s_i; c_i], i = 1..T: from the outputs and from step i + 1's gates
+        if grad_outputs is None:
+            grad_read = keys.new_zeros(steps, batch, 2 * width)
+        else:
+            grad_read = grad_outputs.transpose(0, 1).clone(memory_format=torch.contiguous_format)
+        grad_alphas = None if grad_alphas is None else grad_alphas.transpose(0, 1)
+        grad_gates = torch.empty_like(activations)
+        grad_scores = torch.empty_like(alphas)
+        grad_cell = None
+        for step in range(steps - 1, -1, -1):
+            grad_state, grad_context = grad_read[step].split(width, dim=-1)
+            if step + 1 < steps:
+                grad_state.addmm_(grad_gates[step + 1], weight_hh)
+                grad_context.addmm_(grad_gates[step + 1], weight_context)
+            grad_alpha = torch.bmm(keys, grad_context[:, :, None])[:, :, 0]
+            if grad_alphas is not None:
+                grad_alpha += grad_alphas[step]
+            alpha = alphas[step]
+            torch.mul(alpha, grad_alpha - (alpha * grad_alpha).sum(-1, keepdim=True), out=grad_scores[step])
+            grad_state = torch.baddbmm(grad_state[:, None], grad_scores[step, :, None], keys)[:, 0]
+            if grad_cell is None:
+                grad_cell = grad_state * through[step]
+            else:
+                grad_cell.addcmul_(grad_state, through[step])
+            torch.mul(torch.cat([grad_cell, grad_cell, grad_cell, grad_state], dim=-1), factors[step],
+                      out=grad_gates[step])
+            grad_cell = grad_cell * gate_forget[step]
+        flat = grad_gates.view(steps * batch, -1).t()
+        read = outputs[:-1].reshape(steps * batch, 2 * width)
+        inputs = torch.cat([embedded.transpose(0, 1).reshape(steps * batch, split), read[:, width:]], dim=-1)
+        grad_bias = flat.sum(1)
+        grad_embedded = (flat.t() @ weight_ih[:, :split]).view(steps, batch, split).transpose(0, 1)
+        # keys: read by every context (through α) and every score (through s_i)
+        grad_keys = torch.bmm(torch.cat([alphas, grad_scores]).permute(1, 2, 0),
+                              torch.cat([grad_read[:, :, width:], outputs[1:, :, :width]]).transpose(0, 1))
+        return grad_embedded, grad_keys, None, flat @ inputs, grad_bias, flat @ read[:, :width], grad_bias
 
 
 class AttentionLoop(torch.autograd.Function):
@@ -238,7 +364,8 @@ class AttentionLoop(torch.autograd.Function):
         for step in range(steps - 1, -1, -1):
             if step + 1 < steps:
                 # the cell that made h_{step+1}: its gradient from the next query and from the gates that read it
-                grad_hidden = grad_queries[:, step + 1] if grad_hidden is None else grad_queries[:, step + 1] + grad_hidden
+                grad_hidden = (grad_queries[:, step + 1] if grad_hidden is None
+                               else grad_queries[:, step + 1] + grad_hidden)
                 gate_in, gate_forget, cell_input, gate_out = activations[:, step].chunk(4, dim=-1)
                 cell_tanh = cell_tanhs[:, step]
                 grad_c = grad_hidden * gate_out * (1 - cell_tanh * cell_tanh)
