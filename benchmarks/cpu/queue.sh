@@ -50,9 +50,10 @@ case "${1:-status}" in
             OMP_NUM_THREADS=1 "$BIN/benchbuild" eval --run "$run" --data "out/scan/$split" --split train --device cpu \
                 --out "$run/train-eval"
         fi ;;
-    pause) pkill -STOP -f "benchbuild train" || true; echo paused ;;
-    resume) pkill -CONT -f "benchbuild train" || true; echo resumed ;;
-    stop) pkill -TERM -f "benchbuild train" || true; echo "stopped (each saves a resume point)" ;;
+    # only the queue's own runs (their --out lies under $OUT), never another `benchbuild train` (a test suite's)
+    pause) pkill -STOP -f "benchbuild train .*--out $OUT/" || true; echo paused ;;
+    resume) pkill -CONT -f "benchbuild train .*--out $OUT/" || true; echo resumed ;;
+    stop) pkill -TERM -f "benchbuild train .*--out $OUT/" || true; echo "stopped (each saves a resume point)" ;;
     status)
         for log in "$OUT"/*/seed*.log; do
             [ -e "$log" ] || continue
