@@ -21,6 +21,22 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 from transformers import initialization as init
 
 
+
+def _float32_under_autocast(forward):
+    """The recurrent Functions below run in float32 under autocast, on a GPU or the CPU (their inputs cast): their
+    hand-written products mix activations with the float32 weights, which autocast would not reconcile."""
+    for device in ("cpu", "cuda"):
+        forward = torch.amp.custom_fwd(device_type=device, cast_inputs=torch.float32)(forward)
+    return forward
+
+
+def _as_forward_under_autocast(backward):
+    """A backward under the autocast state its forward ran in (`_float32_under_autocast`: none)."""
+    for device in ("cpu", "cuda"):
+        backward = torch.amp.custom_bwd(device_type=device)(backward)
+    return backward
+
+
 def lstm_cell(projected: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None, weight_hh: torch.Tensor,
               bias_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """One step of PyTorch's LSTM cell from the input already projected (`projected` = W_ih x + b_ih, (B, 4H)): gates
@@ -96,6 +112,7 @@ class LSTMLayer(torch.autograd.Function):
     (plain autograd writes a weight-sized gradient per step)."""
 
     @staticmethod
+    @_float32_under_autocast
     def forward(ctx, projected, weight_hh, bias_hh, keep, reverse: bool):
         batch, length = projected.shape[:2]
         hidden = weight_hh.size(1)
@@ -128,6 +145,7 @@ class LSTMLayer(torch.autograd.Function):
         return outputs, state.clone() if keep is None else state, cell  # the final state apart from `outputs`
 
     @staticmethod
+    @_as_forward_under_autocast
     @once_differentiable
     def backward(ctx, grad_outputs, grad_state, grad_cell):
         weight_hh, keep, previous_states, previous_cells, activations, cell_tanhs = ctx.saved_tensors
@@ -223,6 +241,7 @@ class AttentiveDecoder(torch.autograd.Function):
     step-by-step loop to float rounding (tests/zoo/test_lstm_attention_fast.py)."""
 
     @staticmethod
+    @_float32_under_autocast
     def forward(ctx, embedded, keys, mask, weight_ih, bias_ih, weight_hh, bias_hh):
         batch, steps, split = embedded.shape
         width = weight_hh.size(1)
@@ -259,6 +278,7 @@ class AttentiveDecoder(torch.autograd.Function):
         return outputs[1:].transpose(0, 1), alphas.transpose(0, 1)
 
     @staticmethod
+    @_as_forward_under_autocast
     @once_differentiable
     def backward(ctx, grad_outputs, grad_alphas):
         embedded, keys, weight_ih, weight_hh, outputs, cells, activations, cell_tanhs, alphas = ctx.saved_tensors
@@ -319,6 +339,7 @@ class AttentionLoop(torch.autograd.Function):
     are those of the step-by-step loop to float rounding (tests/zoo/test_unrolled_lstm.py)."""
 
     @staticmethod
+    @_float32_under_autocast
     def forward(ctx, keys, mask, initial_query, weight_ih, bias_ih, weight_hh, bias_hh, steps: int):
         batch, hidden = keys.size(0), weight_hh.size(1)
         masked = ~mask.bool()
@@ -353,6 +374,7 @@ class AttentionLoop(torch.autograd.Function):
         return torch.stack(alphas, dim=1)
 
     @staticmethod
+    @_as_forward_under_autocast
     def backward(ctx, grad_alphas):
         keys, weight_ih, weight_hh, queries, alphas, contexts, cells, activations, cell_tanhs = ctx.saved_tensors
         steps, hidden = ctx.steps, weight_hh.size(1)

@@ -35,7 +35,7 @@ case "${1:-status}" in
         "$BIN/benchbuild" build-scan --out out/scan --split "$split" >/dev/null
         run="$OUT/$2/seed$3"
         mkdir -p "$OUT/$2"
-        # nice alone does not lower a process against another session's under the kernel's autogroups: its autogroup
+        # nice alone does not lower a process against another autogroup's under the kernel's scheduler: its autogroup
         # gets nice 19 too (benchmarks/RESULTS.md, "Test suite").
         (OMP_NUM_THREADS=1 setsid nohup bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' \
             queue "$BIN/benchbuild" train --model "$model" --recipe "$recipe" --data "out/scan/$split" --out "$run" \

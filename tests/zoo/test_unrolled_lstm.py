@@ -75,3 +75,25 @@ def test_attention_loop_equals_the_step_by_step_loop_values_and_gradients(steps)
         else:
             torch.testing.assert_close(got_grad, want, rtol=0, atol=1e-10)
     assert torch.autograd.gradcheck(lambda k, q: AttentionLoop.apply(k, mask, q, *parameters, steps), (keys, query))
+
+
+@pytest.mark.parametrize("name,layers", [("syntactic_attention", 1), ("lstm_attention", 2)])
+def test_a_training_step_under_bf16_autocast_runs_in_float32_inside(name, layers):
+    """Under autocast (a GPU's `precision = "auto"`, or bf16 asked for on the CPU) the hand-written Functions get
+    float32 inputs: the step runs, and its loss is the float32 step's to bf16 rounding of the other layers
+    (tests/gpu/test_gpu_recurrent.py repeats it on CUDA)."""
+    from tiny_zoo import zoo_network
+
+    from benchbuild.zoo import load_entry
+
+    sources = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
+    labels = torch.tensor([[11, 12, 13, 2], [14, 2, -100, -100]])
+    losses = []
+    for autocast in (False, True):
+        model = zoo_network(load_entry(name), 24, num_layers=layers, dropout=0.0).train()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = model(input_ids=sources, labels=labels).loss
+        loss.backward()
+        assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+        losses.append(loss.item())
+    assert losses[1] == pytest.approx(losses[0], rel=0.01)
