@@ -225,7 +225,8 @@ def eval_command(
     compound: Annotated[Optional[str], typer.Option("--compound", help="Column or file (one a line) with each row's "
                                                     "compound, for CTER.")] = None,
     allow_unfinished: Annotated[bool, typer.Option("--allow-unfinished", help="Score a run that has not finished "
-                                                   "training (interrupted, or still running): its last selected "
+                                                   "training (interrupted, or still running: then with --out "
+                                                   "elsewhere, as its folder is in use): its last selected "
                                                    "checkpoint, marked unfinished in metrics.json.")] = False,
 ) -> None:
     """Decode a benchmark split with a trained run and print its metrics (also written to metrics.json)."""
