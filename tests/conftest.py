@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import Phase, settings
-from small_inputs import scan_file_rows, write_benchmark
+from small_inputs import scan_file_rows, shared_folder, shared_root, write_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 # The commands the tests start run torch and numba on one thread too: with the suite on both cores (pytest-xdist) a
@@ -35,21 +35,10 @@ def pytest_xdist_make_scheduler(config, log):
     return make_scheduler(config, log)
 
 
-def shared_root() -> Path:
-    """`$BENCHBUILD_SHARED` if set, else `../shared` beside the checkout."""
-    return Path(os.environ.get("BENCHBUILD_SHARED", ROOT.parent / "shared"))
-
-
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """`<shared>/data`; tests using it skip where it is absent unless BENCHBUILD_REQUIRE_SHARED=1 makes that a failure."""
-    data = shared_root() / "data"
-    if not data.is_dir():
-        reason = f"shared data folder {data} is absent (set BENCHBUILD_SHARED or put ../shared beside the checkout)"
-        if os.environ.get("BENCHBUILD_REQUIRE_SHARED") == "1":
-            pytest.fail(reason + " and BENCHBUILD_REQUIRE_SHARED=1")
-        pytest.skip(reason)
-    return data
+    return shared_folder("data", "shared data folder")
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ Imported as `small_inputs` (pytest puts `tests/` on `sys.path` when it loads `te
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,6 +20,33 @@ from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
 
 # Ten one-letter words: sentences made of them are in any tokenizer's vocabulary and cost nothing to train on.
 WORDS = "a b c d e f g h i j".split()
+
+
+def shared_root() -> Path:
+    """`$BENCHBUILD_SHARED` if set, else `../shared` beside the checkout."""
+    return Path(os.environ.get("BENCHBUILD_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+
+
+def shared_folder(name: str, what: str) -> Path:
+    """`<shared>/NAME`, or a skip where it is absent, a failure when BENCHBUILD_REQUIRE_SHARED=1 (as CI sets it)."""
+    import pytest
+
+    folder = shared_root() / name
+    if not folder.is_dir():
+        reason = f"{what} {folder} is absent (set BENCHBUILD_SHARED or put ../shared beside the checkout)"
+        if os.environ.get("BENCHBUILD_REQUIRE_SHARED") == "1":
+            pytest.fail(reason + " and BENCHBUILD_REQUIRE_SHARED=1")
+        pytest.skip(reason)
+    return folder
+
+
+def tiny_transformer_toml(**recipe: Any) -> str:
+    """A catalogue entry file of a transformer with one 16-wide layer each side and a `scan` recipe of `recipe`'s keys
+    (default: 1 step of 4 rows), for tests that need a run in a second."""
+    keys = {"steps": 1, "batch_size": 4, "learning_rate": 1e-3, "eval_every": 1, **recipe}
+    lines = [f"{key} = {value!r}" if not isinstance(value, str) else f'{key} = "{value}"' for key, value in keys.items()]
+    return ('name = "tiny"\npaper = "test"\nsummary = "tiny"\n\n[architecture]\nkind = "transformer"\nd_model = 16\n'
+            "num_heads = 2\nd_ff = 32\nencoder_layers = 1\ndecoder_layers = 1\n\n[recipe.scan]\n" + "\n".join(lines) + "\n")
 
 
 def word_lines(count: int = 40, width: int = 5) -> list[str]:

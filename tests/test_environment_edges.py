@@ -14,25 +14,10 @@ from pathlib import Path
 import pytest
 from commands import benchbuild_in_process as benchbuild
 from commands import refused
+from small_inputs import tiny_transformer_toml
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = """name = "tiny"
-paper = "test"
-summary = "tiny"
-[architecture]
-kind = "transformer"
-d_model = 16
-num_heads = 2
-d_ff = 32
-encoder_layers = 1
-decoder_layers = 1
-[recipe.scan]
-steps = 2
-batch_size = 8
-learning_rate = 2e-3
-eval_every = 2
-select = "last"
-"""
+TINY = tiny_transformer_toml(steps=2, batch_size=8, learning_rate=2e-3, eval_every=2, select="last")
 
 
 def test_a_deleted_current_folder_is_one_line_not_a_crash(tmp_path):

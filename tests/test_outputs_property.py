@@ -13,26 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from commands import file_hashes
+from small_inputs import tiny_transformer_toml
 
-TINY_MODEL = """\
-name = "tiny"
-paper = "test"
-summary = "tiny"
-
-[architecture]
-kind = "transformer"
-d_model = 16
-num_heads = 2
-d_ff = 32
-encoder_layers = 1
-decoder_layers = 1
-
-[recipe.scan]
-steps = 1
-batch_size = 4
-learning_rate = 1e-3
-eval_every = 1
-"""
+TINY_MODEL = tiny_transformer_toml()
 
 RELATIONS = ["same", "parent", "child", "link", "empty", "dotdot", "new"]
 

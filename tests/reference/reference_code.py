@@ -3,28 +3,19 @@ files of one repository from there, and skips where `../shared` is absent (fails
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
-def shared_root() -> Path:
-    """`$BENCHBUILD_SHARED` if set, else `../shared` beside the checkout (as tests/conftest.py)."""
-    return Path(os.environ.get("BENCHBUILD_SHARED", Path(__file__).resolve().parents[3] / "shared"))
+import torch
+from small_inputs import shared_folder
 
 
 def reference_folder(name: str) -> Path:
     """`<shared>/reference/<name>`, or a skip (a failure under BENCHBUILD_REQUIRE_SHARED=1) where it is absent."""
-    folder = shared_root() / "reference" / name
-    if not folder.is_dir():
-        reason = f"the authors' code {folder} is absent (set BENCHBUILD_SHARED or put ../shared beside the checkout)"
-        if os.environ.get("BENCHBUILD_REQUIRE_SHARED") == "1":
-            pytest.fail(reason + " and BENCHBUILD_REQUIRE_SHARED=1")
-        pytest.skip(reason)
-    return folder
+    return shared_folder(f"reference/{name}", "the authors' code")
 
 
 def import_reference(folder: Path, module: str, alias: str) -> ModuleType:
@@ -41,3 +32,15 @@ def import_reference(folder: Path, module: str, alias: str) -> ModuleType:
         sys.path.remove(str(folder))
     sys.modules[alias] = loaded
     return loaded
+
+
+@contextlib.contextmanager
+def default_dtype(dtype: torch.dtype):
+    """torch's default dtype set to `dtype` within the block: the authors' code makes tensors with it (torch.zeros
+    without a dtype), so float64 comparisons need it float64."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)

@@ -16,7 +16,8 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
-from reference_code import import_reference, reference_folder, shared_root
+from reference_code import default_dtype, import_reference, reference_folder
+from small_inputs import shared_root
 from scipy import stats
 
 from benchbuild.training.tokenization import word_level_tokenizer
@@ -103,9 +104,8 @@ def our_batch(tokenizer, examples):
 @pytest.fixture
 def float64():
     """Their encoder makes its context tensor with torch.zeros (the default dtype): float64 runs need it float64."""
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(torch.float32)
+    with default_dtype(torch.float64):
+        yield
 
 
 def paired(official, tokenizer, vocab, dropout: float = 0.0):

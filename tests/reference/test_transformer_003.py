@@ -29,9 +29,10 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
-from reference_code import reference_folder, shared_root
+from reference_code import default_dtype, reference_folder
 from scipy import stats
-from transformer_003 import (NO_DROPOUT, VARIANTS, RowMaps, default_dtype, import_official, load_into, official_args,
+from small_inputs import shared_root
+from transformer_003 import (NO_DROPOUT, VARIANTS, RowMaps, import_official, load_into, official_args,
                              official_model, official_state_dict, official_vocabularies, ours, split_line)
 
 from benchbuild.training.batching import EncodedSplit, collate, encode_rows, micro_batches

@@ -17,7 +17,6 @@ encoder <sos> to our `<s>`.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -27,6 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import torch
+from reference_code import default_dtype
 
 from benchbuild.zoo import build_model, load_entry
 from benchbuild.zoo.catalogue import resolved_architecture
@@ -108,16 +108,6 @@ def official_vocabularies(official: SimpleNamespace, lines: list[str]):
     pairs = [split_line(line) for line in lines]
     vocabulary = official.framework.data_structures.WordVocabulary
     return vocabulary([source for source, _ in pairs]), vocabulary([target for _, target in pairs])
-
-
-@contextlib.contextmanager
-def default_dtype(dtype: torch.dtype):
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(previous)
 
 
 def official_model(official: SimpleNamespace, variant: str, in_vocabulary, out_vocabulary,
