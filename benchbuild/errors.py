@@ -1,5 +1,28 @@
 """The exception a user can act on: the CLI prints its message as one line and exits non-zero."""
 
+import contextlib
+import contextvars
+
+# How the user starts the run being prepared again from its beginning, where the command in use says it otherwise
+# than `train` does (a stacked sweep's member: `starting_again_by`).
+_START_AGAIN: contextvars.ContextVar[str] = contextvars.ContextVar("start_again", default="")
+
+
+def start_again(default: str) -> str:
+    """The way out a message gives for a run that must start again: `default` (the `train` command's), or what the
+    caller set with `starting_again_by`."""
+    return _START_AGAIN.get() or default
+
+
+@contextlib.contextmanager
+def starting_again_by(way: str):
+    """Within the block, messages about a damaged run give `way` as the way to start it again."""
+    token = _START_AGAIN.set(way)
+    try:
+        yield
+    finally:
+        _START_AGAIN.reset(token)
+
 
 class BenchbuildError(Exception):
     """Bad input or a bad request: the message says what to fix."""

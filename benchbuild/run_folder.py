@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from benchbuild.atomic import append_line, atomic_file, write_file
-from benchbuild.errors import BenchbuildError
+from benchbuild.errors import BenchbuildError, start_again
 from benchbuild.locks import FolderLock
 from benchbuild.outputs import CLAIM_FILES, check_output
 
@@ -72,12 +72,20 @@ def read_run(run_dir: str | Path) -> dict[str, Any]:
     try:
         run = json.loads(path.read_text(encoding="utf-8-sig"))
     except (ValueError, UnicodeDecodeError) as error:
-        raise BenchbuildError(f"{path} is not valid JSON ({error}): the run folder is damaged; retrain it "
-                              "(benchbuild train ... --overwrite)") from None
+        raise BenchbuildError(f"{path} is not valid JSON ({error}): the run folder is damaged; "
+                              f"{start_again('retrain it (benchbuild train ... --overwrite)')}") from None
     if not isinstance(run, dict):
-        raise BenchbuildError(f"{path} is not a benchbuild run record: retrain the run (benchbuild train ... "
-                              "--overwrite)")
+        raise BenchbuildError(f"{path} is not a benchbuild run record: "
+                              f"{start_again('retrain the run (benchbuild train ... --overwrite)')}")
     return run
+
+
+def recovery(checkpoint: Path) -> str:
+    """The way out for a checkpoint (or a run folder's final weights) that cannot be loaded."""
+    if checkpoint.parent.name == CHECKPOINTS_DIR:
+        again = start_again("rerun with --overwrite")
+        return f"delete {checkpoint} to resume from the checkpoint before it, or {again}"
+    return start_again("retrain the run (benchbuild train ... --overwrite)")
 
 
 def write_run(out: Path, run: dict[str, Any]) -> None:

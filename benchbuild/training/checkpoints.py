@@ -15,7 +15,7 @@ import torch
 
 from benchbuild.atomic import atomic_directory
 from benchbuild.errors import BenchbuildError
-from benchbuild.run_folder import CHECKPOINTS_DIR, STATE_FILE, check_subfolders
+from benchbuild.run_folder import CHECKPOINTS_DIR, STATE_FILE, check_subfolders, recovery
 
 KEEP_CHECKPOINTS = 2
 
@@ -69,7 +69,7 @@ def restore_checkpoint(checkpoint: Path, optimizer, scheduler) -> TrainerState:
         saved = torch.load(checkpoint / STATE_FILE, weights_only=True, map_location="cpu")
     except Exception as error:  # noqa: BLE001 - a truncated pickle raises EOFError, RuntimeError or UnpicklingError
         raise BenchbuildError(f"{checkpoint / STATE_FILE} cannot be loaded ({type(error).__name__}): the file is "
-                              f"truncated or corrupt; {_recovery(checkpoint)}") from error
+                              f"truncated or corrupt; {recovery(checkpoint)}") from error
     optimizer.load_state_dict(saved["optimizer"])
     scheduler.load_state_dict(saved["scheduler"])
     # A checkpoint written before `select` existed selected the best validation checkpoint; one written before
@@ -108,8 +108,3 @@ def _set_rng_state(state: dict[str, Any]) -> None:
 def _as_tuples(value):
     return tuple(_as_tuples(item) for item in value) if isinstance(value, (list, tuple)) else value
 
-
-def _recovery(checkpoint: Path) -> str:
-    if checkpoint.parent.name == CHECKPOINTS_DIR:
-        return f"delete {checkpoint} to resume from the checkpoint before it, or rerun with --overwrite"
-    return "retrain the run (benchbuild train ... --overwrite)"

@@ -14,7 +14,8 @@ functions as for a single run, so `eval`, `report` and `reproduce` read a member
 A member is its single run up to the dropout masks: with dropout off, its losses and weights equal those of `train`
 to float rounding (micro-batches cut and padded otherwise); with dropout on, its masks come from its stream, so a
 member draws the same masks in any stack. A member whose loss turns non-finite is marked failed alone; the others go
-on. Members at different steps (a stack killed between two members' checkpoints) are stepped lowest first until
+on; so does a member whose folder was damaged between two runs of the stack (its message says to delete the folder,
+and the same sweep then trains it again from its start). Members at different steps (a stack killed between two members' checkpoints) are stepped lowest first until
 they meet. On CPU a stack is no faster than its runs one after another (benchmarks/RESULTS.md); it exists for GPUs.
 """
 
@@ -32,8 +33,8 @@ import torch
 import torch.nn.functional as F
 
 from benchbuild.device import cpu_threads
-from benchbuild.errors import BenchbuildError
-from benchbuild.run_folder import portable_path
+from benchbuild.errors import BenchbuildError, starting_again_by
+from benchbuild.run_folder import RUN_FILE, portable_path, read_run
 from benchbuild.training.batching import batch_indices, by_length
 from benchbuild.training.bookkeeping import claimed, check_run_paths
 from benchbuild.training.loop import (PreparedRun, RunOptions, TrainResult, count_step, finish, prepare,
@@ -62,20 +63,36 @@ def train_stack(model: str | Path, data: str | Path, members: Sequence[tuple[str
     betas, weight decay, label smoothing)."""
     members = [(Path(out), replace(options, stacked=True, progress=False)) for out, options in members]
     _check_members(members)
+    failed: dict[Path, str] = {}
     for out, _ in members:
+        if (out / RUN_FILE).exists():
+            try:  # before the check of --out, which would take a folder with a damaged run.json for a user's
+                with _member_way_out(out):
+                    read_run(out)
+            except BenchbuildError as error:  # a member's folder damaged: it fails alone, the others go on
+                failed[out] = str(error)
+                continue
         check_run_paths(model, data, out)
     _check_recipes(model, data, members)
     with contextlib.ExitStack() as held:
-        for out, _ in members:
-            held.enter_context(claimed(out))
+        runs = []
         held.enter_context(cpu_threads(torch.get_num_threads()))
-        runs = [prepare(model, data, out, options) for out, options in members]
+        for out, options in members:
+            if out in failed:
+                continue
+            held.enter_context(claimed(out))
+            try:
+                with _member_way_out(out):
+                    runs.append(prepare(model, data, out, options))
+            except BenchbuildError as error:
+                failed[out] = str(error)
+        if not runs:
+            return StackResult(finished=[], failed=failed)
         _check_stackable(runs)
         for run in runs:
             run.record["stack"] = {"members": len(runs), "with": [_relative(other.out, run.out) for other in runs
                                                                    if other is not run]}
         stack = Stack(runs)
-        failed: dict[Path, str] = {}
         total = sum(run.budget for run in runs)
         with StepProgress(progress, total, sum(run.state.step for run in runs)) as advance:
             while True:
@@ -93,6 +110,13 @@ def train_stack(model: str | Path, data: str | Path, members: Sequence[tuple[str
                     advance("")
         finished = [finish(run) for run in runs if run.out not in failed]
     return StackResult(finished=finished, failed=failed)
+
+
+def _member_way_out(out: Path):
+    """Messages about a damaged member folder (its run.json, a checkpoint, its weights) give the way out that works
+    for a stack's member: delete its folder, and the same sweep trains it again from its start."""
+    return starting_again_by(f"delete {out} and rerun the same sweep command: that run then trains again from its "
+                             "start, beside the others")
 
 
 def _relative(path: Path, start: Path) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from benchbuild.errors import BenchbuildError
-from benchbuild.run_folder import CHECKPOINTS_DIR, TARGET_TOKENIZER_DIR
+from benchbuild.run_folder import TARGET_TOKENIZER_DIR, recovery
 from benchbuild.zoo.recipe import Segmenter
 
 SEGMENTERS: tuple[str, ...] = typing.get_args(Segmenter)
@@ -63,7 +63,7 @@ def load_model(folder: str | Path):
     except Exception as error:  # noqa: BLE001 - transformers and safetensors raise many kinds for one bad file
         raise BenchbuildError(f"{_unreadable_file(folder, error)} cannot be loaded "
                               f"({type(error).__name__}: {' '.join(str(error).split())[:200]}): the file is "
-                              f"truncated or corrupt; {_recovery(folder)}") from error
+                              f"truncated or corrupt; {recovery(folder)}") from error
     # Runs saved before the zoo left output lengths to the calls hold `max_length = 256`, which would make a
     # `generate(max_new_tokens=N)` call warn that both are set.
     zoo.catalogue.leave_lengths_to_calls(model.generation_config)
@@ -84,7 +84,7 @@ def check_model_type(folder: Path) -> None:
     if isinstance(model_type, str) and model_type not in CONFIG_MAPPING:
         raise BenchbuildError(f"{folder / 'config.json'} names model_type {model_type!r}, which neither benchbuild's "
                               "zoo nor transformers builds: the run was made by another version or program, or the "
-                              f"file was edited; {_recovery(folder)}")
+                              f"file was edited; {recovery(folder)}")
 
 
 def load_tokenizer(folder: str | Path):
@@ -104,7 +104,7 @@ def _load_one_tokenizer(folder: Path, recovery_for: Path | None = None):
     missing = [name for name in TOKENIZER_FILES if not (folder / name).is_file()]
     if missing:
         raise BenchbuildError(f"{folder} has no {' and no '.join(missing)} (its tokenizer): the run folder is "
-                              f"incomplete; {_recovery(recovery_for or folder)}")
+                              f"incomplete; {recovery(recovery_for or folder)}")
     refuse_remote_code(folder)
     try:
         return AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
@@ -113,7 +113,7 @@ def _load_one_tokenizer(folder: Path, recovery_for: Path | None = None):
         what = (f"{folder / damaged} is not valid JSON (truncated or corrupt)" if damaged else
                 f"the tokenizer in {folder} cannot be loaded ({type(error).__name__}: "
                 f"{' '.join(str(error).split())[:200]})")
-        raise BenchbuildError(f"{what}; {_recovery(recovery_for or folder)}") from error
+        raise BenchbuildError(f"{what}; {recovery(recovery_for or folder)}") from error
 
 
 # The files `save_pretrained` writes for a run's tokenizer (or each of its two dictionaries).
@@ -292,8 +292,3 @@ def _unreadable_file(folder: Path, error: BaseException) -> Path:
         return folder / "config.json"
     return folder / "model.safetensors"
 
-
-def _recovery(checkpoint: Path) -> str:
-    if checkpoint.parent.name == CHECKPOINTS_DIR:
-        return f"delete {checkpoint} to resume from the checkpoint before it, or rerun with --overwrite"
-    return "retrain the run (benchbuild train ... --overwrite)"

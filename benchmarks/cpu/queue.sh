@@ -7,6 +7,8 @@
 #                                                        t000-simple t000-around-right ut-cutoff26 rut-cutoff26
 #   bash benchmarks/cpu/queue.sh pause | resume | status | stop
 #   bash benchmarks/cpu/queue.sh eval ITEM SEED    score the run on test (and on train for 002's exclusion rule)
+#   bash benchmarks/cpu/queue.sh start ref002-jump SEED   002's own train_test.py (../shared/reference), one epoch of
+#                                                        addprim_jump (11,736 updates), its loss logged at every update
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-.venv/bin}
@@ -28,8 +30,25 @@ item() {  # ITEM -> "model recipe split extra-flags"
     esac
 }
 
+# 002's own code, run as it is, beside ours: does a seed of theirs train as often as ours does (benchmarks/cpu/QUEUE.md)?
+reference_002() {  # SEED
+    local ref run root
+    ref="$(cd ../shared/reference/syntactic_attention && pwd)"
+    root="$(pwd)"
+    run="$root/$OUT/ref002-jump/seed$1"
+    mkdir -p "$run/work/data/SCAN" "$run/results"
+    ln -sf "$(cd ../shared/data/scan/add_prim_split && pwd)"/tasks_*_addprim_jump.txt "$run/work/data/SCAN/"
+    (cd "$run/work" && OMP_NUM_THREADS=1 setsid nohup bash -c \
+        'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' queue "$root/$BIN/python" \
+        "$ref/train_test.py" --seed "$1" --num_iters 11736 --record_loss_every 1 --load_vocab_json "$ref/vocab.json" \
+        --results_dir out --out_data_file "seed$1.json" >>"$run.log" 2>&1 &)
+    echo "started ref002-jump seed $1: $run (log $OUT/ref002-jump/seed$1.log)"
+}
+
 case "${1:-status}" in
     start)
+        [ $# -eq 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
+        if [ "$2" = ref002-jump ]; then reference_002 "$3"; exit 0; fi
         [ $# -eq 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
         read -r model recipe split flags <<<"$(item "$2")"
         "$BIN/benchbuild" build-scan --out out/scan --split "$split" >/dev/null
@@ -51,9 +70,13 @@ case "${1:-status}" in
                 --out "$run/train-eval"
         fi ;;
     # only the queue's own runs (their --out lies under $OUT), never another `benchbuild train` (a test suite's)
-    pause) pkill -STOP -f "benchbuild train .*--out $OUT/" || true; echo paused ;;
-    resume) pkill -CONT -f "benchbuild train .*--out $OUT/" || true; echo resumed ;;
-    stop) pkill -TERM -f "benchbuild train .*--out $OUT/" || true; echo "stopped (each saves a resume point)" ;;
+    # (002's own code: its processes' working folders lie under $OUT; they do not resume)
+    pause) pkill -STOP -f "benchbuild train .*--out $OUT/" || true; pkill -STOP -f "reference/syntactic_attention/train_test.py" || true
+           echo paused ;;
+    resume) pkill -CONT -f "benchbuild train .*--out $OUT/" || true; pkill -CONT -f "reference/syntactic_attention/train_test.py" || true
+            echo resumed ;;
+    stop) pkill -TERM -f "benchbuild train .*--out $OUT/" || true; pkill -TERM -f "reference/syntactic_attention/train_test.py" || true
+          echo "stopped (each of ours saves a resume point; 002's own runs start again from the beginning)" ;;
     status)
         for log in "$OUT"/*/seed*.log; do
             [ -e "$log" ] || continue

@@ -230,15 +230,26 @@ def test_a_stack_size_that_is_not_a_number_of_runs_is_refused_in_one_line(value)
             in " ".join(result.stderr.split()))
 
 
-def test_a_stacked_sweep_killed_mid_training_resumes_to_what_an_unstopped_stack_gives(tiny_scan, tmp_path):
-    import os
-    import signal
+@pytest.fixture(scope="module")
+def unstopped(tiny_scan, tmp_path_factory):
+    """The 40-step stack of seeds 0-2 (dropout 0.1) that no signal stopped: its members' folders by seed."""
+    tmp = tmp_path_factory.mktemp("unstopped")
+    model = _entry(tmp, 0.1, "tiny")
+    train_stack(model, tiny_scan, [(tmp / f"whole{seed}", RunOptions(seed=seed, device="cpu", max_steps=40))
+                                   for seed in SEEDS], progress=False)
+    return {seed: tmp / f"whole{seed}" for seed in SEEDS}
 
-    from commands import benchbuild, started
+
+def _stopped_sweep(tiny_scan, tmp_path, signal_number):
+    """`sweep --stack 3` of the unstopped stack's runs, stopped by `signal_number` (sent to its process group, as a
+    terminal's Ctrl-C or a scheduler would) once its first checkpoint is written: the command and its environment."""
+    import os
+
+    from commands import started
     from waiting import until
 
-    model = _entry(tmp_path, 0.1, "tiny")
-    (tmp_path / "sweep.toml").write_text(SWEEP.format(data=tiny_scan).replace("steps = 20", "steps = 80"),
+    _entry(tmp_path, 0.1, "tiny")
+    (tmp_path / "sweep.toml").write_text(SWEEP.format(data=tiny_scan).replace("steps = 20", "steps = 40"),
                                          encoding="utf-8")
     command = ("sweep", "sweep.toml", "--stack", "3", "--device", "cpu")
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -247,20 +258,66 @@ def test_a_stacked_sweep_killed_mid_training_resumes_to_what_an_unstopped_stack_
     try:
         until(first_checkpoint.exists, sweep, "the stack's first checkpoint")
     finally:
-        os.killpg(sweep.pid, signal.SIGKILL)
+        os.killpg(sweep.pid, signal_number)
         sweep.wait()
     killed_at = [json.loads((tmp_path / f"runs/stacked/tiny/simple/seed{seed}/run.json").read_text())
                  for seed in SEEDS]
-    assert all(record["status"] != "complete" for record in killed_at), "the kill came too late to test anything"
+    assert all(record["status"] != "complete" for record in killed_at), "the signal came too late to test anything"
+    return command, environment
+
+
+@pytest.mark.parametrize("stop", ["SIGKILL", "SIGTERM", "SIGINT"])
+def test_a_stacked_sweep_stopped_mid_training_resumes_to_what_an_unstopped_stack_gives(tiny_scan, tmp_path,
+                                                                                       unstopped, stop):
+    import signal
+
+    from commands import benchbuild
+
+    command, environment = _stopped_sweep(tiny_scan, tmp_path, getattr(signal, stop))
     done = benchbuild(*command, cwd=tmp_path, environment=environment)
     assert done.returncode == 0, done.stderr
-    train_stack(model, tiny_scan,
-                [(tmp_path / f"whole{seed}", RunOptions(seed=seed, device="cpu", max_steps=80)) for seed in SEEDS],
-                progress=False)
     for seed in SEEDS:
         resumed = tmp_path / f"runs/stacked/tiny/simple/seed{seed}"
-        assert _close(_losses(resumed), _losses(tmp_path / f"whole{seed}"))
+        assert _close(_losses(resumed), _losses(unstopped[seed]))
         assert json.loads((resumed / "run.json").read_text())["status"] == "complete"
+
+
+def test_a_member_damaged_between_two_runs_of_its_stack_fails_alone_with_a_way_out_that_works(tiny_scan, tmp_path,
+                                                                                               unstopped):
+    """Killed, then seed 1's run.json and seed 2's checkpoint damaged by hand: seed 0 finishes, each damaged member
+    fails in one line naming it and a way out that a sweep has (no `--overwrite` there; `train` refuses a stacked
+    run's folder); following the ways out, the same command finishes the stack as if never stopped."""
+    import shutil
+    import signal
+
+    from commands import benchbuild
+
+    command, environment = _stopped_sweep(tiny_scan, tmp_path, signal.SIGKILL)
+    runs = tmp_path / "runs/stacked/tiny/simple"
+    (runs / "seed1/run.json").write_text("{", encoding="utf-8")
+    checkpoint = max((runs / "seed2/checkpoints").glob("step-*"))
+    (checkpoint / "trainer_state.pt").write_bytes(b"damaged")
+    failed = benchbuild(*command, cwd=tmp_path, environment=environment)
+    assert failed.returncode == 1
+    said = "".join((failed.stdout + failed.stderr).split())  # the console wraps long paths anywhere
+
+    def says(text):
+        return "".join(str(text).split()) in said
+
+    assert says("seed1/run.json is not valid JSON") and says(f"the run folder is damaged; delete {runs / 'seed1'} "
+                                                             "and rerun the same sweep command: that run then trains "
+                                                             "again from its start")
+    assert says(f"{checkpoint}/trainer_state.pt cannot be loaded")
+    assert says(f"delete {checkpoint} to resume from the checkpoint before it, or delete {runs / 'seed2'} and rerun")
+    assert not says("--overwrite") and not says("another --out")
+    assert json.loads((runs / "seed0/run.json").read_text())["status"] == "complete"
+    assert _close(_losses(runs / "seed0"), _losses(unstopped[0]))
+    shutil.rmtree(runs / "seed1")
+    shutil.rmtree(checkpoint)
+    done = benchbuild(*command, cwd=tmp_path, environment=environment)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for seed in SEEDS:
+        assert _close(_losses(runs / f"seed{seed}"), _losses(unstopped[seed]))
 
 
 def test_runs_group_into_stacks_by_configuration_and_a_started_run_keeps_how_it_started(no_dropout, tiny_scan,
