@@ -31,7 +31,7 @@ SAME_MACHINE_KEYS = ("device", "device_name", "cuda", "cpu_threads", "processes"
 NOT_SCORES = frozenset({"run", "model", "seed", "selected_step", "benchmark", "benchmark_path", "benchmark_fingerprint",
                         "split_fingerprint",
                         "split", "beam", "beam_from", "batch_size", "max_len_a", "max_len_b", "max_new_tokens",
-                        "predictions", "rows", "confidence_intervals"})
+                        "max_new_tokens_per_row", "predictions", "rows", "confidence_intervals"})
 
 
 @dataclass(frozen=True)
@@ -265,7 +265,9 @@ def _evaluate_again(evaluation: _Evaluation, out: Path, device: str, progress: b
     metrics = evaluation.metrics
     folder = Path(evaluation.file).parent
     beam = metrics.get("beam") if metrics.get("beam_from", "--beam") == "--beam" else None
-    max_new_tokens = metrics.get("max_new_tokens") if "max_len_a" not in metrics else None
+    # One cap for every row as an older evaluation recorded it; else the recipe's rule or each row's own cap.
+    max_new_tokens = (metrics.get("max_new_tokens")
+                      if "max_len_a" not in metrics and "max_new_tokens_per_row" not in metrics else None)
     evaluate_run(out, evaluation.data, split=str(metrics.get("split", "test")), beam=beam,
                  batch_size=int(metrics.get("batch_size") or 64), out=None if folder == Path(".") else out / folder,
                  device=device, max_new_tokens=max_new_tokens, progress=progress)

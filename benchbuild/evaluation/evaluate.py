@@ -17,7 +17,7 @@ from benchbuild.run_folder import (CHECKPOINTS_DIR, METRICS_FILE, PREDICTIONS_FI
                                    check_result, claim, portable_path, read_run, unfinished_note, write_metrics,
                                    write_predictions)
 from benchbuild.zoo.loading import load_model, load_tokenizer, target_encoder
-from benchbuild.zoo.decoding import decoding_limit, generate_predictions, length_rule
+from benchbuild.zoo.decoding import check_row_lengths, generate_predictions, length_rule, row_limits
 
 # Wider beams cost memory in proportion (a million-wide beam asks for tens of GB before the first step); the papers
 # decode with beams of 1 to 10.
@@ -68,6 +68,8 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     if not rows:
         raise BenchbuildError(f"split {split!r} of {data} has no rows: nothing to decode or score (give another "
                               "--split)")
+    # A source longer than a model takes is refused now; a reference that long is only never matched.
+    check_row_lengths(f"split {split!r} of {data}:", source=[row["source"] for row in rows])
     # CTER's inputs are checked before the long decoding, so a wrong path fails at once.
     compounds = read_compounds(compound, rows) if lexicon is not None else None
     if lexicon is not None:
@@ -81,12 +83,15 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
     rule = None if max_new_tokens is not None else length_rule(recipe)
     # With separate dictionaries (`TranslationTokenizer`) sources are encoded in the source one, references measured
     # and predictions decoded in the target one.
-    limit = max_new_tokens or decoding_limit(target_encoder(tokenizer), [row["target"] for row in rows])
+    # Without a rule or --max-new-tokens, each row is capped at its own reference + 8 tokens (`row_limits`).
+    limits = max_new_tokens or row_limits(target_encoder(tokenizer), [row["target"] for row in rows])
     predictions = generate_predictions(model, tokenizer, [row["source"] for row in rows], beam=beam,
-                                       batch_size=batch_size, max_new_tokens=limit, length_rule=rule, device=target,
+                                       batch_size=batch_size, max_new_tokens=limits, length_rule=rule, device=target,
                                        progress=progress)
-    length = ({"max_new_tokens": limit} if rule is None else
+    length = ({"max_new_tokens": limits if isinstance(limits, int) else max(limits)} if rule is None else
               {"max_len_a": rule[0], "max_len_b": rule[1], "max_new_tokens": None})
+    if rule is None and not isinstance(limits, int):
+        length["max_new_tokens_per_row"] = "its reference + 8"
     scores = score_rows(rows, predictions, lexicon=lexicon, compounds=compounds, family=info.family)
     # Paths relative to the folder metrics.json is written in (None where only an absolute path reaches them), the
     # benchmark also by fingerprint: no absolute path of this machine (`run_folder.portable_path`).

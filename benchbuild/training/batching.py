@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from benchbuild.errors import BenchbuildError
+from benchbuild.zoo.decoding import MAX_TOKENS, check_row_lengths
 from benchbuild.zoo.loading import token_ids
 
 
@@ -27,7 +28,20 @@ def encode_rows(tokenizer, rows: Sequence[Mapping[str, Any]]) -> EncodedSplit:
     `tokenization.TranslationTokenizer`, in the target one)."""
     sources = token_ids(tokenizer, [row["source"] for row in rows])
     targets = token_ids(tokenizer, [row["target"] for row in rows], target=True)
+    for side, encoded in (("source", sources), ("target", targets)):
+        for row, ids in zip(rows, encoded):
+            if len(ids) > MAX_TOKENS:
+                raise BenchbuildError(f"the training row whose source begins {str(row['source'])[:40]!r} has a {side} "
+                                      f"of {len(ids):,} tokens, more than the {MAX_TOKENS:,} a zoo model takes "
+                                      f"(fairseq's max_{side}_positions); cut or drop it and build the benchmark again")
     return EncodedSplit(sources=sources, targets=targets)
+
+
+def check_split_lengths(data, splits: Mapping[str, Any], names: set[str]) -> None:
+    """Before a run folder is touched: no row of the splits `names` (those present) of benchmark `data` is longer
+    than a zoo model takes (`decoding.check_row_lengths`)."""
+    for name in sorted(names & set(splits)):
+        check_row_lengths(f"split {name!r} of {data}:", source=splits[name]["source"], target=splits[name]["target"])
 
 
 def batch_indices(step: int, batch_size: int, size: int, seed: int) -> list[int]:

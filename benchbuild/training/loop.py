@@ -26,8 +26,8 @@ from benchbuild import __version__
 from benchbuild.benchmark import load_splits, read_build_info, split_rows_as_dicts
 from benchbuild.device import cpu_threads, start_accelerator
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indices, by_length, collate, encode_rows,
-                                          micro_batches)
+from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indices, by_length,
+                                          check_split_lengths, collate, encode_rows, micro_batches)
 from benchbuild.training.bookkeeping import (check_budget_change, check_budgets, check_dictionaries, check_hold_out,
                                              check_selection, claimed, mark_diverged, recipe_identity, recorded_run,
                                              selection_record, check_run_paths, check_settling, out_of_time,
@@ -173,6 +173,7 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
     entry = dataclasses.replace(entry, architecture={**entry.architecture, **training_recipe.architecture})
     if "train" not in splits:
         raise BenchbuildError(f"{data} has no train split (splits: {', '.join(splits)})")
+    check_split_lengths(data, splits, {"train", options.validation_split or "validation"})
     check_dictionaries(entry, training_recipe, options.architecture_overrides)
     split_rows = {name: split.rows for name, split in info.splits.items()}
     # Epochs of token batches are counted in steps once the rows are packed, below.

@@ -135,8 +135,9 @@ class TrainingRecipe:
     and for validation BLEU (`validate_by = "bleu"`): a beam of `beam` (1: greedy), at most ⌊max_len_a × |x| + max_len_b⌋
     tokens before `</s>`, |x| being the batch's longest source in tokens with its `</s>`, as fairseq's
     `--beam 5 --max-len-a 1.2 --max-len-b 10` (SequenceGenerator: `max_len = a * src_len + b`, src_len the padded
-    batch's length). Without `max_len_b` the cap is the longest reference plus 8 (`decoding.decoding_limit`), which
-    cannot change exact match.
+    batch's length). Without `max_len_b`, `eval` caps each row at its own reference plus 8 tokens
+    (`decoding.row_limits`) and validation at the longest reference plus 8, at most `decoding.MAX_TOKENS` (1,024, as
+    fairseq): caps that cannot change exact match.
 
     `dictionaries`: `joint` (default), one vocabulary for sources and targets and one embedding for encoder, decoder
     and output layer; or `separate`, a source and a target dictionary, as fairseq builds them unless told
