@@ -337,7 +337,8 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[Estimate]:
     from benchbuild import zoo
     from benchbuild.benchmark import load_splits, read_build_info
     from benchbuild.sweep.spec import budget_recipe
-    from benchbuild.training.loop import RunOptions, prepare, step, token_batches_per_epoch, validate_and_checkpoint
+    from benchbuild.training.loop import RunOptions, plan_run, prepare, step, validate_and_checkpoint
+    from benchbuild.training.plan import token_batches_per_epoch
     from benchbuild.zoo.recipe import epoch_in_token_batches, planned_steps, validation_interval
     from benchbuild.zoo.decoding import decoding_limit, generate_predictions, length_rule
 
@@ -411,10 +412,10 @@ def estimate(sweep: Sweep, states: list[RunState], jobs: int) -> list[Estimate]:
             left = sum(budget(state.spec) - state.step for state in pending)
             if timed is None:
                 with tempfile.TemporaryDirectory(prefix="benchbuild-sweep-estimate-") as scratch:
-                    run = prepare(model, first.data, Path(scratch) / "run", RunOptions(
+                    run = prepare(plan_run(model, first.data, Path(scratch) / "run", RunOptions(
                         seed=0, max_steps=10, device=first.device, recipe=first.recipe,
                         overrides=first.overrides or None,
-                        architecture_overrides=first.architecture_overrides or None, progress=False))
+                        architecture_overrides=first.architecture_overrides or None, progress=False)))
                     step(run)  # first-call costs (kernel compilation, allocation) are not a step's
                     started = time.perf_counter()
                     for _ in range(4):

@@ -468,7 +468,7 @@ def _check_trainable(model: str, benchmark: str, recipe: str | None, overrides: 
                      stop_when_settled: bool = False) -> None:
     """Refuse a model the catalogue lacks, one with no recipe for the benchmark, a bad recipe key, or `[budget]
     stop_when_settled` over a recipe no validation can settle (before any run starts, not in each run)."""
-    from benchbuild.training.bookkeeping import check_settling
+    from benchbuild.training.plan import check_settling
     from benchbuild.zoo.recipe import TrainingRecipe
 
     try:

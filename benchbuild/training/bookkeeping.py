@@ -1,11 +1,11 @@
-"""A training run's bookkeeping beside the loop (`loop`): the checks made before anything is loaded or written, the
-claim on the run folder, the identity that decides whether a rerun resumes a run or is refused, what `run.json`
-records of the selection and of a run that diverged, and the resume point a Ctrl-C or SIGTERM leaves."""
+"""A training run's bookkeeping beside the loop (`loop`): the check of its paths made before anything is loaded, the
+claim on the run folder, the checks of what the folder holds against the plan (`plan`: selection rule, budget), what
+`run.json` records of the selection and of a run that diverged, when a run is out of time or settled, and the resume
+point a Ctrl-C or SIGTERM leaves."""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import signal
 import threading
 import time
@@ -16,11 +16,11 @@ from benchbuild.errors import BenchbuildError
 from benchbuild.outputs import check_output
 from benchbuild.run_folder import RUN_FILE, claim, mark_failed, read_run
 from benchbuild.training.checkpoints import TrainerState, save_checkpoint
-from benchbuild.training.validation import hidden_words_message, word_coverage
+from benchbuild.training.plan import CEILINGS
 from benchbuild.zoo.recipe import TrainingRecipe
 
 if TYPE_CHECKING:
-    from benchbuild.training.loop import PreparedRun
+    from benchbuild.training.prepared import PreparedRun
 
 
 def check_run_paths(model: str | Path, data: str | Path, out: str | Path) -> None:
@@ -57,40 +57,6 @@ def claimed(out: Path):
             raise
 
 
-# The model kinds whose encoder can embed a source dictionary of its own (`source_vocab_size`).
-SEPARATE_DICTIONARY_KINDS = ("transformer",)
-
-
-def check_dictionaries(entry, training_recipe: TrainingRecipe, architecture_overrides: dict | None = None) -> None:
-    """Separate dictionaries need a model with an encoder embedding of its own, and an encoder and a decoder of
-    different widths need separate dictionaries (one table cannot serve both): refused before the run folder or a
-    tokenizer is written, so the corrected rerun (`--set dictionaries=...`) needs no --overwrite."""
-    kind = entry.architecture.get("kind")
-    if training_recipe.dictionaries == "separate" and kind not in SEPARATE_DICTIONARY_KINDS:
-        raise BenchbuildError(f"{entry.name}: separate source and target dictionaries (recipe key dictionaries = "
-                              f"'separate') need a model whose encoder embeds the source dictionary on its own, and "
-                              f"a {kind} model has one embedding: train it with --set dictionaries=joint")
-    if training_recipe.dictionaries != "separate" and kind == "transformer":
-        from benchbuild.zoo.transformer import TransformerConfig
-
-        architecture = {key: value for key, value in {**entry.architecture, **(architecture_overrides or {})}.items()
-                        if key != "kind"}
-        config = TransformerConfig(**architecture)
-        encoder, decoder = config.sizes(decoder=False)[0], config.sizes(decoder=True)[0]
-        if encoder != decoder:
-            raise BenchbuildError(f"{entry.name}: encoder_d_model = {encoder} and d_model = {decoder} differ, but one "
-                                  "dictionary means one embedding table for both: train it with --set "
-                                  "dictionaries=separate")
-
-
-def check_budgets(steps: int | None, minutes: float | None) -> None:
-    """The step budget (None: counted after packing, always at least 1) and the time budget are positive."""
-    if steps is not None and steps < 1:
-        raise BenchbuildError(f"the step budget must be at least 1; got {steps}")
-    if minutes is not None and not minutes > 0:
-        raise BenchbuildError(f"the time budget must be a positive number of minutes; got {minutes}")
-
-
 def run_environment() -> dict:
     """run.json's `environment`: the software (`run_folder.environment`) and the attention path grouped CPU training
     takes here (the compiled kernel, or why it is off: the two draw other dropout masks, so they are other trainings,
@@ -110,46 +76,6 @@ def check_budget_change(out: Path, record: dict, budget: int) -> None:
         raise BenchbuildError(f"{out} has trained {done:,} steps already; a budget of {budget:,} cannot undo them: "
                               f"give --max-steps {done:,} or more to continue it, another --out for a shorter run, "
                               "or --overwrite to start it again")
-
-
-def check_settling(recipe: TrainingRecipe, stop_when_settled: bool) -> None:
-    """`--stop-when-settled` only for a recipe whose selection a validation can make final (`settled`)."""
-    if stop_when_settled and not (recipe.select == "best_validation" and recipe.ties == "earliest"
-                                  and recipe.validate_by in _CEILINGS):
-        raise BenchbuildError(
-            f"--stop-when-settled: this recipe (select = {recipe.select!r}, validate_by = {recipe.validate_by!r}, "
-            f"ties = {recipe.ties!r}) lets a later checkpoint replace any selected one, so no validation settles it; "
-            "it needs select = \"best_validation\", ties = \"earliest\" and validate_by exact_match or bleu")
-
-
-def check_hold_out(train_rows: list[dict], validation_rows: list[dict], validation_name: str,
-                    training_recipe: TrainingRecipe) -> list[dict]:
-    """For a run that validates on rows held out of train: refuse a hold-out that takes every training row of a
-    source word (unless the recipe's `allow_hidden_words`), and return what run.json records as `held_out_words`:
-    the source words the fewest rows still trained on contain, with their counts."""
-    least, hidden = word_coverage(train_rows, validation_rows)
-    if hidden and not training_recipe.allow_hidden_words:
-        raise BenchbuildError(hidden_words_message(hidden, validation_name))
-    return [coverage.to_dict() for coverage in least]
-
-
-# Recipe keys outside a run's identity, so changing them resumes the run: the budget (`steps`, `epochs`: a longer
-# budget continues a run); what only picks the root's checkpoint (`select`, `validate_by`, `ties`: run folders from
-# before they existed resume, and `check_selection` guards a change of rule); what happens after training
-# (`score_train`). The recipe's `architecture` is part of the identity's "architecture", `held_out` and
-# `held_out_from` of its "validation".
-_OUTSIDE_IDENTITY = ("steps", "epochs", "select", "validate_by", "ties", "held_out", "held_out_from", "score_train",
-                     "allow_hidden_words", "architecture")
-# Keys added to the identity after run folders existed: at their default they stay out, so those folders resume.
-_ADDED_LATER = ("eval_every_epochs", "beam", "max_len_a", "max_len_b", "batch_tokens", "update_freq",
-                "dictionaries", "source_tokens", "target_tokens", "segment_source", "segment_target", "precision")
-
-
-def recipe_identity(recipe: TrainingRecipe) -> dict[str, Any]:
-    """The recipe's part of a run's identity: the keys that change how it trains."""
-    defaults = {field.name: field.default for field in dataclasses.fields(TrainingRecipe)}
-    return {key: value for key, value in recipe.to_dict().items()
-            if key not in _OUTSIDE_IDENTITY and not (key in _ADDED_LATER and value == defaults[key])}
 
 
 def recorded_run(out: Path, overwrite: bool) -> dict[str, Any]:
@@ -258,7 +184,6 @@ def out_of_time(run: PreparedRun) -> bool:
 
 
 # Validation scores that no later checkpoint can beat: a percentage at 100.
-_CEILINGS = {"exact_match": 100.0, "bleu": 100.0}
 
 
 def settled(run: PreparedRun) -> str | None:
@@ -268,7 +193,7 @@ def settled(run: PreparedRun) -> str | None:
     change the model the run folder's root holds (its test score, its `score_train`); else None. Every process gets
     the main process's answer."""
     recipe, state = run.recipe, run.state
-    ceiling = _CEILINGS.get(recipe.validate_by)
+    ceiling = CEILINGS.get(recipe.validate_by)
     final = (run.options.stop_when_settled and recipe.select == "best_validation" and recipe.ties == "earliest"
              and ceiling is not None and state.selected is not None and state.selected >= ceiling)
     return "settled" if _everywhere(run, final) else None

@@ -5,107 +5,44 @@ optimizer), then steps, validating and checkpointing every `eval_every` steps (o
 ends by scoring the selected checkpoint on its own train rows when the recipe asks (`score_train`). Re-running a
 killed run with the same arguments resumes from its last checkpoint and reproduces the uninterrupted loss curve:
 batches are a pure function of (seed, step) (`batching`), and every random state that changes during training is
-checkpointed (`checkpoints`). What a run checks, claims and records about itself lives in `bookkeeping`; what it
-shows while it steps, in `progress`.
+checkpointed (`checkpoints`). Everything decided before the first step is the run's plan (`plan.plan_run`: one value,
+made and checked before the run folder is touched); `prepare` executes its start, the loop its steps. What a run
+claims and records about itself while it runs lives in `bookkeeping`; what it shows while it steps, in `progress`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 
 from benchbuild import __version__
-from benchbuild.benchmark import load_splits, read_build_info, split_rows_as_dicts
 from benchbuild.device import cpu_threads, start_accelerator
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.batching import (EncodedSplit, TokenBatches, batch_indices, by_length,
-                                          check_split_lengths, collate, encode_rows, micro_batches)
-from benchbuild.training.bookkeeping import (check_budget_change, check_budgets, check_dictionaries, check_hold_out,
-                                             check_selection, claimed, mark_diverged, recipe_identity, recorded_run,
-                                             selection_record, check_run_paths, check_settling, out_of_time,
-                                             run_environment, settled, signals_held, stop_at_resume_point)
 from benchbuild.model_card import write_model_card
-from benchbuild.zoo.recipe import (TrainingRecipe, default_recipe, epoch_in_token_batches, planned_steps,
-                                        resolve_recipe, validation_interval)
-from benchbuild.run_folder import (append_log, benchmark_fingerprint, clear, device_record, entry_record,
-                                   open_run, portable_path, save_pretrained, train_command_line, truncate_log,
-                                   write_run)
+from benchbuild.run_folder import (append_log, benchmark_fingerprint, device_record, entry_record, open_run,
+                                   portable_path, save_pretrained, train_command_line, truncate_log, write_run)
+from benchbuild.training.batching import EncodedSplit, batch_indices, by_length, collate, micro_batches
+from benchbuild.training.bookkeeping import (check_budget_change, check_run_paths, check_selection, claimed,
+                                             mark_diverged, out_of_time, recorded_run, run_environment,
+                                             selection_record, settled, signals_held, stop_at_resume_point)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
+from benchbuild.training.plan import RunOptions, RunPlan, plan_run
+from benchbuild.training.prepared import PreparedRun, TrainResult
 from benchbuild.training.progress import StepProgress, training_status
+from benchbuild.training.selection import selects
+from benchbuild.training.validation import greedy_matches, validation_scores
 from benchbuild.zoo.catalogue import CATALOGUE
 from benchbuild.zoo.decoding import length_rule
 from benchbuild.zoo.loading import TranslationTokenizer, load_model
-from benchbuild.training.tokenization import build_dictionaries, build_tokenizer
-from benchbuild.training.selection import selects
-from benchbuild.training.validation import (greedy_matches, holds_out, keeps_file_order, split_validation,
-                                           validation_scores)
+from benchbuild.zoo.recipe import TrainingRecipe
 
-
-@dataclass
-class TrainResult:
-    """What a finished (or resumed and finished) run produced."""
-
-    run_dir: Path
-    steps: int
-    selected_step: int | None
-    validation_exact_match: float | None
-    resumed_from: int | None
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How to train, besides which model on which benchmark into which folder: `train`'s keyword arguments."""
-
-    seed: int = 0
-    max_steps: int | None = None
-    max_minutes: float | None = None
-    stop_when_settled: bool = False
-    device: str = "auto"
-    recipe: str | None = None
-    overrides: dict | None = None
-    architecture_overrides: dict | None = None
-    validation_split: str | None = None
-    progress: bool = True
-    overwrite: bool = False
-    stacked: bool = False  # trained in a stack (`training.stack`): part of the run's identity, so never resumed alone
-
-
-@dataclass
-class PreparedRun:
-    """A run ready to step: model, optimizer and schedule on the accelerator, the encoded data, its `run.json`
-    record, and where training stands."""
-
-    out: Path
-    options: RunOptions
-    recipe: TrainingRecipe
-    budget: int
-    eval_every: int  # steps between validations: the recipe's `eval_every`, or `eval_every_epochs` in steps
-    accelerator: Any
-    tokenizer: Any
-    network: Any
-    optimizer: Any
-    scheduler: Any
-    train_encoded: EncodedSplit
-    train_rows: list[dict]  # the rows trained on, kept only when the recipe scores them after training (`score_train`)
-    validation_sources: list[str]
-    validation_targets: list[str]
-    record: dict[str, Any]
-    state: TrainerState
-    resumed_from: int | None
-    started: float  # perf_counter() less the seconds a killed run already spent: its time budget goes on counting
-    window: list[float] = field(default_factory=list)  # the step losses since the last log line
-    logged_loss: tuple[float, int] | None = None  # the last log line's loss and how many steps it is the mean of
-    validation_seconds: float = 0.0  # the last validation's duration: a time budget stops early enough to fit one more
-    stopped_by: str = "step budget"
-    token_batches: TokenBatches | None = None  # the rows trained on in token batches, when the recipe has batch_tokens
+__all__ = ["RunOptions", "RunPlan", "PreparedRun", "TrainResult", "plan_run", "prepare", "train"]
 
 
 def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0, max_steps: int | None = None,
@@ -132,7 +69,7 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
     # The whole run on the thread count torch had when called (OMP_NUM_THREADS, or the caller's set_num_threads):
     # numba's OpenMP layer would reset it to the machine's at the first dropout kernel (`cpu_threads`).
     with claimed(Path(out)), cpu_threads(torch.get_num_threads()):
-        run = prepare(model, data, out, options)
+        run = prepare(plan_run(model, data, out, options))
         run.stopped_by = settled(run) or run.stopped_by  # resumed already settled: nothing left to train
         with (StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance,
               signals_held(run.accelerator.num_processes == 1) as held):  # a stop acts at a step's end
@@ -153,84 +90,33 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
         return finish(run)
 
 
-def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOptions) -> PreparedRun:
-    """Check the arguments, open the run folder (or resume it from its last checkpoint: weights, optimizer, schedule
-    and RNG state) and build the tokenizer, model, optimizer and schedule on the accelerator."""
+def prepare(plan: RunPlan) -> PreparedRun:
+    """Execute the start of `plan`: open the run folder (or resume it from its last checkpoint: weights, optimizer,
+    schedule and RNG state), save the dictionaries, build the model, optimizer and schedule on the accelerator, and
+    record the run in `run.json`. What is checked here is only what the run folder holds (a change of selection rule,
+    a smaller budget than the steps done); everything else was checked when the plan was made."""
     from accelerate.utils import set_seed
     from transformers.utils import logging as transformers_logging
 
-    from benchbuild import zoo
-
     transformers_logging.disable_progress_bar()
-    zoo.register()
-    entry = zoo.load_entry(model)
-    data, out = Path(data), Path(out)
-    info = read_build_info(data)
-    splits = load_splits(data)
-    family = options.recipe or default_recipe(entry.recipes, entry.reported, info.family, info.name, info.splits)
-    training_recipe = resolve_recipe(entry.recipes, family, options.overrides, source=str(entry.path))
-    # The recipe family's architecture keys (`[recipe.mt.architecture]`) go over the entry's, under the run's overrides.
-    entry = dataclasses.replace(entry, architecture={**entry.architecture, **training_recipe.architecture})
-    if "train" not in splits:
-        raise BenchbuildError(f"{data} has no train split (splits: {', '.join(splits)})")
-    check_split_lengths(data, splits, {"train", options.validation_split or "validation"})
-    check_dictionaries(entry, training_recipe, options.architecture_overrides)
-    split_rows = {name: split.rows for name, split in info.splits.items()}
-    # Epochs of token batches are counted in steps once the rows are packed, below.
-    by_token_epochs = epoch_in_token_batches(training_recipe)
-    recipe_steps = None if by_token_epochs else planned_steps(training_recipe, split_rows, options.validation_split)
-    check_budgets(options.max_steps if options.max_steps is not None else recipe_steps, options.max_minutes)
-    check_settling(training_recipe, options.stop_when_settled)
-    train_rows, validation_rows, validation_name = split_validation(
-        splits, options.validation_split, options.seed, training_recipe.held_out,
-        held_out_from=training_recipe.held_out_from, select=training_recipe.select, file_order=keeps_file_order(info))
-    held_out_words = (check_hold_out(train_rows, validation_rows, validation_name, training_recipe)
-                      if holds_out(splits, options.validation_split, training_recipe.select) else None)
-    if not validation_rows and training_recipe.select == "best_validation":
-        raise BenchbuildError(f"validation split {validation_name!r} of {data} has no rows: select = best_validation "
-                              "needs rows to compare checkpoints on; give another --validation-split or --set "
-                              "select=last")
-
-    identity = {
-        "model": entry.name, "architecture": entry.architecture,
-        "architecture_overrides": options.architecture_overrides or {},
-        "benchmark": {name: split.fingerprint for name, split in info.splits.items()}, "seed": options.seed,
-        "recipe_family": family, "validation": validation_name, "recipe": recipe_identity(training_recipe),
-        # A stacked run draws its dropout masks from its own stream (`zoo.attention.stacking`), not torch's generator.
-        **({"trainer": "stacked"} if options.stacked else {}),
-    }
-    accelerator = start_accelerator(options.device, training_recipe.precision)
+    out, options, recipe = plan.out, plan.options, plan.recipe
+    accelerator = start_accelerator(options.device, recipe.precision)
     # Under `accelerate launch`, only the main process writes the run folder; the others wait until it is ready. A
     # change of selection rule is named before the identity is compared (under `last` it changes the validation too).
     if accelerator.is_main_process:
-        check_selection(out, recorded_run(out, options.overwrite), training_recipe)
-    record = open_run(out, identity, options.overwrite) if accelerator.is_main_process else {}
+        check_selection(out, recorded_run(out, options.overwrite), recipe)
+    record = open_run(out, plan.identity, options.overwrite) if accelerator.is_main_process else {}
     accelerator.wait_for_everyone()
     set_seed(options.seed)
-    tokenizer = _tokenizer(out, splits["train"], training_recipe, save=accelerator.is_main_process)
-    train_encoded = encode_rows(tokenizer, train_rows)
+    if accelerator.is_main_process:
+        save_pretrained(out, plan.tokenizer)
     checkpoint = latest_checkpoint(out)
-    token_batches = None
-    if training_recipe.batch_tokens is not None:
-        try:
-            token_batches = TokenBatches.pack(train_encoded, training_recipe.batch_tokens, training_recipe.batch_size,
-                                              options.seed)
-        except BenchbuildError:
-            # Nothing trained yet: leave no run behind whose recipe the corrected rerun would differ from.
-            if checkpoint is None and accelerator.is_main_process:
-                clear(out)
-            raise
-    per_epoch = None if token_batches is None else len(token_batches)
-    if by_token_epochs:
-        recipe_steps = planned_steps(training_recipe, split_rows, options.validation_split, per_epoch)
-    budget = recipe_steps if options.max_steps is None else options.max_steps
-    check_budget_change(out, record, budget)
-    eval_every = validation_interval(training_recipe, split_rows, options.validation_split, per_epoch)
-    network = _network(entry, tokenizer, checkpoint, options.architecture_overrides)
-    optimizer = torch.optim.AdamW(network.parameters(), lr=training_recipe.learning_rate,
-                                  betas=(training_recipe.adam_beta1, training_recipe.adam_beta2),
-                                  weight_decay=training_recipe.weight_decay, fused=True)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, training_recipe.learning_rate_factor)
+    check_budget_change(out, record, plan.budget)
+    network = _network(plan.entry, plan.tokenizer, checkpoint, options.architecture_overrides)
+    optimizer = torch.optim.AdamW(network.parameters(), lr=recipe.learning_rate,
+                                  betas=(recipe.adam_beta1, recipe.adam_beta2), weight_decay=recipe.weight_decay,
+                                  fused=True)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, recipe.learning_rate_factor)
     state = TrainerState() if checkpoint is None else restore_checkpoint(checkpoint, optimizer, scheduler)
     if accelerator.is_main_process:
         truncate_log(out, state.step)
@@ -238,39 +124,22 @@ def prepare(model: str | Path, data: str | Path, out: str | Path, options: RunOp
 
     # What a reviewer needs to re-run it (`benchbuild reproduce`), and no absolute path of this machine: the entry by
     # name (or its file relative to the run folder, with its sha256), the benchmark by fingerprint and relative path.
-    arguments = {"seed": options.seed, "max_steps": options.max_steps, "max_minutes": options.max_minutes,
-                 **({"stop_when_settled": True} if options.stop_when_settled else {}),
-                 "device": options.device, "recipe": options.recipe, "overrides": options.overrides or {},
-                 "architecture_overrides": options.architecture_overrides or {},
-                 "validation_split": options.validation_split}
-    benchmark_path = portable_path(data, out)
+    info, arguments = plan.info, options.arguments()
+    benchmark_path = portable_path(plan.data, out)
     record.update({
-        "model": entry.name, **entry_record(entry, out, CATALOGUE), "benchbuild_version": __version__,
+        "model": plan.entry.name, **entry_record(plan.entry, out, CATALOGUE), "benchbuild_version": __version__,
         "benchmark": {**({} if benchmark_path is None else {"path": benchmark_path}),
                       "fingerprint": benchmark_fingerprint({name: s.fingerprint for name, s in info.splits.items()}),
                       "family": info.family, "name": info.name,
                       "splits": {name: {"rows": s.rows, "fingerprint": s.fingerprint} for name, s in info.splits.items()}},
-        "command_line": train_command_line(model, data, out, arguments), "arguments": arguments,
-        "environment": run_environment(), **device_record(accelerator.device),
-        "seed": options.seed, "recipe_family": family, "recipe": training_recipe.to_dict(),
-        "recipe_steps": recipe_steps, "step_budget": budget,
-        "select": training_recipe.select, "validate_by": training_recipe.validate_by, "ties": training_recipe.ties,
-        "time_budget_minutes": options.max_minutes,
-        "architecture_overrides": options.architecture_overrides or {}, "validation": validation_name,
-        "validation_rows": len(validation_rows), "train_rows": len(train_rows), "validation_every": eval_every,
-        **({} if held_out_words is None else {"held_out_words": held_out_words}),
+        "command_line": train_command_line(plan.model, plan.data, out, arguments), "arguments": arguments,
+        "environment": run_environment(), **device_record(accelerator.device), **plan.record(),
         "device": str(accelerator.device), "processes": accelerator.num_processes,
         "mixed_precision": accelerator.mixed_precision,
-        **({} if token_batches is None else {"token_batches_per_epoch": len(token_batches)}),
     })
-    return PreparedRun(
-        out=out, options=options, recipe=training_recipe, budget=budget, eval_every=eval_every, accelerator=accelerator,
-        tokenizer=tokenizer, network=network, optimizer=optimizer, scheduler=scheduler, train_encoded=train_encoded,
-        train_rows=train_rows if training_recipe.score_train else [],
-        validation_sources=[row["source"] for row in validation_rows],
-        validation_targets=[row["target"] for row in validation_rows], record=record, state=state,
-        resumed_from=state.step if checkpoint is not None else None, started=time.perf_counter() - state.elapsed,
-        token_batches=token_batches, window=list(state.window))
+    return PreparedRun(plan=plan, accelerator=accelerator, network=network, optimizer=optimizer, scheduler=scheduler,
+                       record=record, state=state, resumed_from=state.step if checkpoint is not None else None,
+                       started=time.perf_counter() - state.elapsed, window=list(state.window))
 
 
 def step(run: PreparedRun) -> float:
@@ -369,8 +238,9 @@ def train_exact_match(run: PreparedRun) -> float:
     trained on, from one teacher-forced pass per batch (`greedy_matches`), as validation scores it."""
     network = load_model(run.out).to(run.accelerator.device)
     with run.accelerator.autocast():
-        matches = greedy_matches(network, run.tokenizer, [row["source"] for row in run.train_rows],
-                                 [row["target"] for row in run.train_rows], batch_size=run.recipe.eval_batch_size)
+        rows = run.plan.train_rows
+        matches = greedy_matches(network, run.tokenizer, [row["source"] for row in rows],
+                                 [row["target"] for row in rows], batch_size=run.recipe.eval_batch_size)
     return 100.0 * sum(matches) / len(matches)
 
 
@@ -462,38 +332,3 @@ def backward_batch(accelerator, network, encoded: EncodedSplit, indices: Sequenc
 def _summed_loss(logits: torch.Tensor, labels: torch.Tensor, training_recipe: TrainingRecipe) -> torch.Tensor:
     return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100,
                            label_smoothing=training_recipe.label_smoothing, reduction="sum")
-
-
-def token_batches_per_epoch(data: str | Path, training_recipe: TrainingRecipe, seed: int = 0,
-                            validation_split: str | None = None) -> int:
-    """The token batches of an epoch of a run of `training_recipe` (one with `batch_tokens`) on benchmark `data`: its
-    tokenizer built and the rows it would train on packed as `prepare` packs them (what `planned_steps` needs for a
-    budget in epochs before a run exists, as `sweep --dry-run` estimates it)."""
-    splits = load_splits(Path(data))
-    train_rows, _, _ = split_validation(splits, validation_split, seed, training_recipe.held_out,
-                                        held_out_from=training_recipe.held_out_from, select=training_recipe.select,
-                                        file_order=keeps_file_order(read_build_info(data)))
-    tokenizer = _tokenizer(Path(data), splits["train"], training_recipe, save=False)
-    return len(TokenBatches.pack(encode_rows(tokenizer, train_rows), training_recipe.batch_tokens,
-                                 training_recipe.batch_size, seed))
-
-
-def _tokenizer(out: Path, train_split, training_recipe: TrainingRecipe, save: bool = True):
-    """The run's tokenizer: rebuilt from the whole train split (sources and targets), so held-out rows, seeds,
-    processes and resumed runs all see the same dictionaries: one joint vocabulary, or, under `dictionaries =
-    "separate"`, a source and a target dictionary (`tokenization.build_dictionaries`)."""
-    train_split = split_rows_as_dicts(train_split)
-    if training_recipe.dictionaries == "separate":
-        tokenizer = build_dictionaries(
-            [row["source"] for row in train_split], [row["target"] for row in train_split],
-            source_kind=training_recipe.source_tokenizer_kind, target_kind=training_recipe.target_tokenizer_kind,
-            bpe_vocab_size=training_recipe.bpe_vocab_size, segment_source=training_recipe.segment_source,
-            segment_target=training_recipe.segment_target)
-        if save:
-            save_pretrained(out, tokenizer)
-        return tokenizer
-    texts = [text for row in train_split for text in (row["source"], row["target"])]
-    tokenizer = build_tokenizer(texts, training_recipe.tokenizer_kind, training_recipe.bpe_vocab_size)
-    if save:
-        save_pretrained(out, tokenizer)
-    return tokenizer

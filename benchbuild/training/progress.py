@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from benchbuild.progress import clock
 
 if TYPE_CHECKING:
-    from benchbuild.training.loop import PreparedRun
+    from benchbuild.training.prepared import PreparedRun
 
 
 def training_status(run: PreparedRun) -> str:

@@ -37,8 +37,9 @@ from benchbuild.errors import BenchbuildError, starting_again_by
 from benchbuild.run_folder import RUN_FILE, portable_path, read_run
 from benchbuild.training.batching import batch_indices, by_length
 from benchbuild.training.bookkeeping import claimed, check_run_paths
-from benchbuild.training.loop import (PreparedRun, RunOptions, TrainResult, count_step, finish, prepare,
-                                      validate_and_checkpoint)
+from benchbuild.training.loop import count_step, finish, prepare, validate_and_checkpoint
+from benchbuild.training.plan import RunOptions, RunPlan, plan_run
+from benchbuild.training.prepared import PreparedRun, TrainResult
 from benchbuild.training.progress import StepProgress
 from benchbuild.zoo.attention import stacking
 
@@ -73,19 +74,19 @@ def train_stack(model: str | Path, data: str | Path, members: Sequence[tuple[str
                 failed[out] = str(error)
                 continue
         check_run_paths(model, data, out)
-    _check_recipes(model, data, members)
+    # Every member planned (nothing written yet), then checked as one stack, before any folder is claimed.
+    plans = [plan_run(model, data, out, options) for out, options in members if out not in failed]
+    _check_plans(plans)
     with contextlib.ExitStack() as held:
         runs = []
         held.enter_context(cpu_threads(torch.get_num_threads()))
-        for out, options in members:
-            if out in failed:
-                continue
-            held.enter_context(claimed(out))
+        for plan in plans:
+            held.enter_context(claimed(plan.out))
             try:
-                with _member_way_out(out):
-                    runs.append(prepare(model, data, out, options))
+                with _member_way_out(plan.out):
+                    runs.append(prepare(plan))
             except BenchbuildError as error:
-                failed[out] = str(error)
+                failed[plan.out] = str(error)
         if not runs:
             return StackResult(finished=[], failed=failed)
         _check_stackable(runs)
@@ -139,38 +140,29 @@ def _check_members(members: list[tuple[Path, RunOptions]]) -> None:
                               "--max-minutes")
 
 
-def _check_recipes(model: str | Path, data: str | Path, members: list[tuple[Path, RunOptions]]) -> None:
+def _check_plans(plans: list[RunPlan]) -> None:
     """Before any run folder is written: one stackable model kind, one architecture, and recipes that agree on what
     sets the batches (row batches of one size, cut into as many micro-batches, in one precision)."""
     import json
 
-    from benchbuild import zoo
-    from benchbuild.benchmark import read_build_info
-    from benchbuild.zoo.recipe import default_recipe, resolve_recipe
-
-    zoo.register()
-    entry = zoo.load_entry(model)
-    kind = entry.architecture.get("kind")
-    if kind not in STACKABLE_KINDS:
-        raise BenchbuildError(f"{entry.name}: a {kind} model cannot be trained in a stack (stackable kinds: "
-                              f"{', '.join(STACKABLE_KINDS)}); train its runs one by one")
-    info = read_build_info(Path(data))
-    first_out = members[0][0]
-    shared = None
-    for out, options in members:
-        family = options.recipe or default_recipe(entry.recipes, entry.reported, info.family, info.name, info.splits)
-        recipe = resolve_recipe(entry.recipes, family, options.overrides, source=str(entry.path))
+    shared, first_out = None, plans[0].out if plans else None
+    for plan in plans:
+        entry, recipe = plan.entry, plan.recipe
+        kind = entry.architecture.get("kind")
+        if kind not in STACKABLE_KINDS:
+            raise BenchbuildError(f"{entry.name}: a {kind} model cannot be trained in a stack (stackable kinds: "
+                                  f"{', '.join(STACKABLE_KINDS)}); train its runs one by one")
         if recipe.batch_tokens is not None:
-            raise BenchbuildError(f"{out}: a recipe with token batches (batch_tokens) cannot be stacked: each "
+            raise BenchbuildError(f"{plan.out}: a recipe with token batches (batch_tokens) cannot be stacked: each "
                                   "member's batches would hold other numbers of rows")
         # What `prepare` builds: the entry's architecture under the recipe's, under the run's overrides.
-        architecture = {**entry.architecture, **recipe.architecture, **(options.architecture_overrides or {})}
+        architecture = {**entry.architecture, **(plan.options.architecture_overrides or {})}
         mine = {"architecture": json.dumps(architecture, sort_keys=True),
                 **{key: getattr(recipe, key) for key in ("batch_size", "micro_batches", "precision")}}
         if shared is not None and mine != shared:
             key = next(key for key in mine if mine[key] != shared[key])
-            raise BenchbuildError(f"{out} and {first_out} differ in {key}: the runs of a stack share their shapes "
-                                  "and batches")
+            raise BenchbuildError(f"{plan.out} and {first_out} differ in {key}: the runs of a stack share their "
+                                  "shapes and batches")
         shared = mine
 
 

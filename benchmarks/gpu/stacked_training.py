@@ -26,7 +26,7 @@ import torch
 from benchbuild.device import cpu_threads, resolve_device
 from benchbuild.scan.build import build_scan
 from benchbuild.scan.parameters import ScanParameters
-from benchbuild.training.loop import RunOptions, prepare, step
+from benchbuild.training.loop import RunOptions, plan_run, prepare, step
 from benchbuild.training.stack import Stack
 
 MODEL = "sag_t5"
@@ -50,7 +50,7 @@ def single_rate(data: Path, work: Path, device: str, steps: int, warmup: int, sm
                 start=None) -> float:
     """Steps per second of one run trained as `train` trains it (`loop.step`)."""
     _tf32(tf32)
-    run = prepare(MODEL, data, work, _options(0, device, smoke, stacked=False))
+    run = prepare(plan_run(MODEL, data, work, _options(0, device, smoke, stacked=False)))
     for _ in range(warmup):
         step(run)
     if start is not None:
@@ -93,7 +93,7 @@ def stack_rate(size: int, data: Path, work: Path, device: str, steps: int, warmu
                tf32: bool) -> tuple[float, float | None]:
     """Model-steps per second of `size` runs stacked in this process, and the peak GPU memory per member (MiB)."""
     _tf32(tf32)
-    runs = [prepare(MODEL, data, work / f"member{seed}", _options(seed, device, smoke, stacked=True))
+    runs = [prepare(plan_run(MODEL, data, work / f"member{seed}", _options(seed, device, smoke, stacked=True)))
             for seed in range(size)]
     stack = Stack(runs)
     for _ in range(warmup):

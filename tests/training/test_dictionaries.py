@@ -18,11 +18,13 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from benchbuild.errors import BenchbuildError
 from benchbuild.run_folder import TARGET_TOKENIZER_DIR, save_pretrained
-from benchbuild.training.loop import _network, _tokenizer, train
+from benchbuild.training.loop import _network, train
+from benchbuild.training.plan import run_tokenizer
 from benchbuild.zoo.recipe import resolve_recipe
 from benchbuild.training.tokenization import bpe_tokenizer, build_dictionaries, build_tokenizer
 from benchbuild.zoo import build_model, load_entry
 from benchbuild.zoo.catalogue import resolved_architecture
+from benchbuild.zoo.decoding import row_limits
 from benchbuild.zoo.loading import (SEGMENT_BOUNDARY, TranslationTokenizer, jieba_segmented, load_model,
                                     load_tokenizer, segmentation_of)
 
@@ -104,6 +106,10 @@ def test_eval_decodes_the_models_outputs_with_the_target_dictionary(iwslt_run):
     generated = model.generate(**encoded, do_sample=False, num_beams=1, max_new_tokens=metrics["max_new_tokens"],
                                decoder_start_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                                pad_token_id=tokenizer.pad_token_id)
+    # eval cuts each row at its own reference + 8 target tokens (`decoding.row_limits`), after the start token
+    assert metrics["max_new_tokens_per_row"] == "its reference + 8"
+    limits = row_limits(tokenizer.target, [row["target"] for row in test])
+    generated = [ids[:1 + limit] for ids, limit in zip(generated, limits)]
     in_english = [" ".join(text.split()) for text in tokenizer.target.batch_decode(generated, skip_special_tokens=True)]
     in_german = [" ".join(text.split()) for text in tokenizer.source.batch_decode(generated, skip_special_tokens=True)]
     assert predictions == in_english and predictions != in_german
@@ -233,7 +239,8 @@ def test_a_joint_recipe_builds_the_tokenizer_and_model_it_built_before(german_en
     german, english = german_english
     train_split = [{"source": de, "target": en} for de, en in zip(german[:200], english[:200])]
     recipe = resolve_recipe({"mt": RECIPE}, "mt")
-    tokenizer = _tokenizer(tmp_path, train_split, recipe)
+    tokenizer = run_tokenizer(train_split, recipe)
+    save_pretrained(tmp_path, tokenizer)  # as `prepare` saves it in the run folder
     before = build_tokenizer([text for row in train_split for text in (row["source"], row["target"])], "bpe", 300)
     assert isinstance(tokenizer, PreTrainedTokenizerFast)
     assert tokenizer.backend_tokenizer.to_str() == before.backend_tokenizer.to_str()

@@ -14,7 +14,7 @@ from transformers import AutoTokenizer
 
 from benchbuild.benchmark import load_splits
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.bookkeeping import recipe_identity
+from benchbuild.training.plan import recipe_identity
 from benchbuild.training.loop import train
 from benchbuild.zoo.recipe import planned_steps, validation_interval
 from benchbuild.training.selection import selects
@@ -237,7 +237,7 @@ def test_a_sweeps_estimate_gives_each_benchmark_its_own_epoch_budget(tiny_scan, 
 
 def test_a_sweeps_estimate_counts_epochs_of_token_batches_on_each_benchmark(tiny_scan, tiny_model, tmp_path,
                                                                             monkeypatch):
-    from benchbuild.training.loop import token_batches_per_epoch
+    from benchbuild.training.plan import token_batches_per_epoch
     from benchbuild.zoo.recipe import TrainingRecipe
 
     [row] = estimate_of_two_benchmarks(tiny_scan, tiny_model, tmp_path, monkeypatch, seeds="[0]",

@@ -13,7 +13,7 @@ import torch
 
 from benchbuild.cli import main
 from benchbuild.errors import BenchbuildError
-from benchbuild.training.loop import RunOptions, prepare, step, train
+from benchbuild.training.loop import RunOptions, plan_run, prepare, step, train
 from benchbuild.training.progress import training_status
 from benchbuild.run_folder import STATE_FILE
 from benchbuild.zoo.loading import load_model
@@ -85,8 +85,8 @@ def test_a_run_saved_with_max_length_also_generates_without_a_warning(run_copy, 
 
 def test_the_progress_bar_shows_the_loss_train_log_records_for_the_same_step(tiny_scan, tiny_model, tmp_path):
     # eval_every 40: a log line every 4 steps, each the mean loss of the 4 steps since the line before.
-    run = prepare(tiny_model, tiny_scan, tmp_path / "run",
-                  RunOptions(device="cpu", progress=False, max_steps=8, overrides={"eval_every": 40}))
+    run = prepare(plan_run(tiny_model, tiny_scan, tmp_path / "run",
+                           RunOptions(device="cpu", progress=False, max_steps=8, overrides={"eval_every": 40})))
     shown = {}
     while run.state.step < run.budget:
         step(run)
@@ -100,7 +100,8 @@ def test_the_progress_bar_shows_the_loss_train_log_records_for_the_same_step(tin
 
 def test_the_progress_bar_never_rounds_a_best_exact_match_up_to_100(tiny_scan, tiny_model, tmp_path):
     """002's seed 3 validated at 99.966%, which one decimal showed as "100.0%": a settled run in appearance only."""
-    run = prepare(tiny_model, tiny_scan, tmp_path / "run", RunOptions(device="cpu", progress=False, max_steps=8))
+    run = prepare(plan_run(tiny_model, tiny_scan, tmp_path / "run", RunOptions(device="cpu", progress=False,
+                                                                               max_steps=8)))
     run.state.best = 99.96591683708247
     assert training_status(run).endswith("best val EM 99.96%")
     run.state.best = 99.99999

@@ -256,7 +256,7 @@ def test_a_run_of_epochs_in_token_batches_trains_their_updates_and_validates_eac
     import transformers
 
     from benchbuild.benchmark import load_splits
-    from benchbuild.training.loop import token_batches_per_epoch
+    from benchbuild.training.plan import token_batches_per_epoch
     from benchbuild.training.validation import split_validation
 
     model, data = scan_inputs
