@@ -24,7 +24,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 setup: $(VENV)/.installed
 
 quickstart: setup
-	$(BIN)/benchbuild run pipelines/quickstart.toml
+	$(BIN)/benchbuild sweep pipelines/quickstart.toml --jobs 2
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
