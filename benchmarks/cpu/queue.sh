@@ -9,6 +9,8 @@
 #   bash benchmarks/cpu/queue.sh eval ITEM SEED    score the run on test (and on train for 002's exclusion rule)
 #   bash benchmarks/cpu/queue.sh start ref002-jump SEED   002's own train_test.py (../shared/reference), one epoch of
 #                                                        addprim_jump (11,736 updates), its loss logged at every update
+#   bash benchmarks/cpu/queue.sh start sa-actions-jump SEED   ours, 11,736 updates with 002's loss over the actions
+#                                                        alone (benchmarks/sa_action_loss.py)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-.venv/bin}
@@ -30,7 +32,7 @@ item() {  # ITEM -> "model recipe split extra-flags"
     esac
 }
 
-# 002's own code, run as it is, beside ours: does a seed of theirs train as often as ours does (benchmarks/cpu/QUEUE.md)?
+# 002's own code, run as it is, beside ours: does a seed of theirs train as often as ours (benchmarks/cpu/QUEUE.md)?
 reference_002() {  # SEED
     local ref run root
     ref="$(cd ../shared/reference/syntactic_attention && pwd)"
@@ -45,10 +47,28 @@ reference_002() {  # SEED
     echo "started ref002-jump seed $1: $run (log $OUT/ref002-jump/seed$1.log)"
 }
 
+# Only the queue's own processes: `benchbuild train` whose --out lies under $OUT (never a test suite's), 002's
+# train_test.py, benchmarks/sa_action_loss.py.
+signal_all() {  # SIGNAL
+    pkill "-$1" -f "benchbuild train .*--out $OUT/" || true
+    pkill "-$1" -f "reference/syntactic_attention/train_test.py" || true
+    pkill "-$1" -f "benchmarks/sa_action_loss.py" || true
+}
+
 case "${1:-status}" in
     start)
         [ $# -eq 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
         if [ "$2" = ref002-jump ]; then reference_002 "$3"; exit 0; fi
+        if [ "$2" = sa-actions-jump ]; then
+            "$BIN/benchbuild" build-scan --out out/scan --split addprim_jump >/dev/null
+            run="$OUT/sa-actions-jump/seed$3"
+            mkdir -p "$OUT/sa-actions-jump"
+            (OMP_NUM_THREADS=1 setsid nohup bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' \
+                queue "$BIN/python" benchmarks/sa_action_loss.py --data out/scan/addprim_jump --seed "$3" \
+                --steps 11736 \
+                --out "$run" >>"$run.log" 2>&1 &)
+            echo "started sa-actions-jump seed $3: $run (log $run.log)"; exit 0
+        fi
         [ $# -eq 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
         read -r model recipe split flags <<<"$(item "$2")"
         "$BIN/benchbuild" build-scan --out out/scan --split "$split" >/dev/null
@@ -69,14 +89,10 @@ case "${1:-status}" in
             OMP_NUM_THREADS=1 "$BIN/benchbuild" eval --run "$run" --data "out/scan/$split" --split train --device cpu \
                 --out "$run/train-eval"
         fi ;;
-    # only the queue's own runs (their --out lies under $OUT), never another `benchbuild train` (a test suite's)
-    # (002's own code: its processes' working folders lie under $OUT; they do not resume)
-    pause) pkill -STOP -f "benchbuild train .*--out $OUT/" || true; pkill -STOP -f "reference/syntactic_attention/train_test.py" || true
-           echo paused ;;
-    resume) pkill -CONT -f "benchbuild train .*--out $OUT/" || true; pkill -CONT -f "reference/syntactic_attention/train_test.py" || true
-            echo resumed ;;
-    stop) pkill -TERM -f "benchbuild train .*--out $OUT/" || true; pkill -TERM -f "reference/syntactic_attention/train_test.py" || true
-          echo "stopped (each of ours saves a resume point; 002's own runs start again from the beginning)" ;;
+    # (002's own code and the action-loss experiment: they do not resume; a stopped one starts again)
+    pause) signal_all STOP; echo paused ;;
+    resume) signal_all CONT; echo resumed ;;
+    stop) signal_all TERM; echo "stopped (each of ours saves a resume point; the experiments start again)" ;;
     status)
         for log in "$OUT"/*/seed*.log; do
             [ -e "$log" ] || continue
