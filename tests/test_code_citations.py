@@ -47,6 +47,7 @@ FOREIGN = frozenset({
     "scripts/infer-one-click-run.sh",
     "scripts/train.sh",
     "train.sh",
+    "train_defaults_fra_MT_test_lr0p00015.sh",
     "train_synact_fra_MT_test_lr0p00015.sh",
     "train_test.py",
 })
