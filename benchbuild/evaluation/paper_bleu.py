@@ -92,8 +92,9 @@ class MultiReferenceNltk(PaperBleu):
     source's tokens, short targets included), a row skipped when its own target has under 4 words (L91-92:
     `len(true_actions[0]) < 6` counts <SOS> and <EOS>); tokens are the whitespace-split words (data.py MTDataset,
     `example.split()`), the hypothesis the decoded words before <EOS> (L97-102). The script scores the train, the
-    validation (test_no_unk.txt) and the test file alike; its last lines print the train BLEU as "Test BLEU"
-    (L177-178), and 002 does not say which file its Table 3 number is on."""
+    validation (test_no_unk.txt) and the test file alike and prints each under its own name (L165-178; an earlier
+    version printed the train BLEU as "Test BLEU", fixed before Table 3's scripts ran), and 002 does not say which
+    file its Table 3 number is on."""
 
     name: str = "nltk_multi_reference"
     paper: str = "002"
