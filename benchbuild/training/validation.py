@@ -68,10 +68,17 @@ def takes_last_rows(held_out_from: HeldOutFrom, file_order: bool) -> bool:
     return held_out_from == "end" or (held_out_from == "file_end" and file_order)
 
 
+# Builds that read files yet lay their rows out in another order: `build-scan`'s splittings drawn with a canonical
+# index (`simple`, `length_cutoff_*`) read the index but write the rows in the grammar's order, so their last fifth
+# is a block of the grammar (every "turn opposite left after ..." command, say), not a random fifth of a file.
+_OTHER_ORDER_SOURCES = ("grammar + canonical index",)
+
+
 def keeps_file_order(info) -> bool:
-    """Whether a benchmark's rows are a file's rows in the file's order: the build read files (`inputs`) and drew
-    nothing (no seed), as `build-scan --official` and `import` do; a grammar-built or sampled split does not."""
-    return bool(info.inputs) and info.seed is None
+    """Whether a benchmark's rows are a file's rows in the file's order: the build read files (`inputs`), drew
+    nothing (no seed) and kept their order, as `build-scan --official` and `import` do; a grammar-built, sampled or
+    grammar-ordered split does not."""
+    return bool(info.inputs) and info.seed is None and info.parameters.get("source") not in _OTHER_ORDER_SOURCES
 
 
 MIN_WORD_ROWS = 10  # a word in fewer train rows may fall wholly into a random hold-out by chance (p <= 0.2^10)

@@ -89,3 +89,20 @@ def test_train_records_the_jump_rows_it_keeps_and_refuses_a_hold_out_that_hides_
     assert allowed.returncode == 0, allowed.stderr
     record = json.loads((refused / "run.json").read_text(encoding="utf-8"))
     assert record["held_out_words"][0] == {"word": "jump", "train_rows": JUMP_ROWS, "kept": 0}
+
+
+def test_a_split_drawn_with_a_canonical_index_is_in_grammar_order_so_file_end_draws_a_random_fifth(tmp_path):
+    """`build-scan --split simple` reads the canonical index but writes its rows in the grammar's order: its last fifth
+    was a block of the grammar ("turn opposite left after ...", "jump opposite left twice after ..."), which 002's
+    Syntactic Attention never saw and failed on (validation 33% where the test gave 86%), so no run settled. It now
+    holds out a seeded random fifth, as on the other grammar-built splits."""
+    result = benchbuild_in_process("build-scan", "--out", tmp_path, "--split", "simple")
+    assert result.returncode == 0, result.stderr
+    info = read_build_info(tmp_path / "simple")
+    assert info.inputs and info.seed is None and not keeps_file_order(info)
+    splits = load_splits(tmp_path / "simple")
+    _, held, name = split_validation(splits, None, seed=3, held_out=0.2, held_out_from="file_end",
+                                     file_order=keeps_file_order(info))
+    assert name == "train-heldout-20%-seed-3"
+    # A random fifth spreads over the grammar: its rows start with each of the source words that begin commands.
+    assert {row["source"].split()[0] for row in held} >= {"walk", "look", "run", "jump", "turn"}
