@@ -10,7 +10,8 @@
 #   bash benchmarks/cpu/queue.sh start ref002-jump SEED   002's own train_test.py (../shared/reference), one epoch of
 #                                                        addprim_jump (11,736 updates), its loss logged at every update
 #   bash benchmarks/cpu/queue.sh start sa-actions-jump SEED   ours, 11,736 updates with 002's loss over the actions
-#                                                        alone (benchmarks/sa_action_loss.py)
+#                                                        alone (benchmarks/sa_action_loss.py); sa-vocabulary-jump:
+#                                                        the same with ours (its paired control)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-.venv/bin}
@@ -59,15 +60,15 @@ case "${1:-status}" in
     start)
         [ $# -eq 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
         if [ "$2" = ref002-jump ]; then reference_002 "$3"; exit 0; fi
-        if [ "$2" = sa-actions-jump ]; then
+        if [ "$2" = sa-actions-jump ] || [ "$2" = sa-vocabulary-jump ]; then
+            loss="${2#sa-}"; loss="${loss%-jump}"
             "$BIN/benchbuild" build-scan --out out/scan --split addprim_jump >/dev/null
-            run="$OUT/sa-actions-jump/seed$3"
-            mkdir -p "$OUT/sa-actions-jump"
+            run="$OUT/$2/seed$3"
+            mkdir -p "$OUT/$2"
             (OMP_NUM_THREADS=1 setsid nohup bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' \
                 queue "$BIN/python" benchmarks/sa_action_loss.py --data out/scan/addprim_jump --seed "$3" \
-                --steps 11736 \
-                --out "$run" >>"$run.log" 2>&1 &)
-            echo "started sa-actions-jump seed $3: $run (log $run.log)"; exit 0
+                --steps 11736 --loss "$loss" --out "$run" >>"$run.log" 2>&1 &)
+            echo "started $2 seed $3: $run (log $run.log)"; exit 0
         fi
         [ $# -eq 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
         read -r model recipe split flags <<<"$(item "$2")"
