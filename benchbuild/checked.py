@@ -39,8 +39,8 @@ CHECKS: dict[str, Check] = {
         "tested equal", "jlrussin/syntactic_attention @ f8219ca (SyntacticAttention.py, train_test.py)",
         "tests/reference/test_syntactic_attention_002.py",
         "float64 log-probabilities on real padded add-jump batches (training and evaluation mode), Adam steps with "
-        "clipping, a 200-update loss curve, greedy actions on 200 real sources, the initial draw tensor by tensor; "
-        "the loss over the shared vocabulary (theirs: the actions) is the one difference, pinned by a test"),
+        "clipping, the loss and a 200-update loss curve (its softmax over the actions, as theirs), greedy actions on "
+        "200 real sources, the initial draw tensor by tensor"),
     "transformer": Check("read", f"{_003} for the scan recipe, fairseq's Transformer in {_DANGLE} for the MT recipes",
                          what=f"with init = \"003\", attention_bias = false and output_bias = true it is tested equal "
                               f"to 003's opennmt variant ({_003_TESTS}); as catalogued (the zoo's own draw, attention "

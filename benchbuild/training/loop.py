@@ -112,7 +112,7 @@ def prepare(plan: RunPlan) -> PreparedRun:
         save_pretrained(out, plan.tokenizer)
     checkpoint = latest_checkpoint(out)
     check_budget_change(out, record, plan.budget)
-    network = _network(plan.entry, plan.tokenizer, checkpoint, options.architecture_overrides)
+    network = _network(plan.entry, plan.tokenizer, checkpoint, options.architecture_overrides, plan.output_tokens)
     optimizer = torch.optim.AdamW(network.parameters(), lr=recipe.learning_rate,
                                   betas=(recipe.adam_beta1, recipe.adam_beta2), weight_decay=recipe.weight_decay,
                                   fused=True)
@@ -244,7 +244,8 @@ def train_exact_match(run: PreparedRun) -> float:
     return 100.0 * sum(matches) / len(matches)
 
 
-def _network(entry, tokenizer, checkpoint: Path | None, architecture_overrides: dict | None):
+def _network(entry, tokenizer, checkpoint: Path | None, architecture_overrides: dict | None,
+             output_tokens: list[int] | None = None):
     """The model: a checkpoint's when resuming, else a fresh one of the catalogue entry sized to the tokenizer: its
     output vocabulary is the target dictionary, and with separate dictionaries its encoder embeds the source one
     (`source_vocab_size`; a model that cannot is refused when built, `ZooSeq2SeqModel.post_init`)."""
@@ -257,6 +258,11 @@ def _network(entry, tokenizer, checkpoint: Path | None, architecture_overrides: 
     if "source_vocab_size" in architecture:
         raise BenchbuildError(f"{entry.name}: source_vocab_size is the run's source dictionary's size, set by "
                               "training (recipe key dictionaries = 'separate'), not an architecture key to give")
+    if "output_tokens" in architecture:
+        raise BenchbuildError(f"{entry.name}: output_tokens are the run's target tokens, set by training "
+                              "(architecture key output_vocabulary = 'targets'), not an architecture key to give")
+    if output_tokens is not None:
+        overrides["output_tokens"] = output_tokens
     if isinstance(tokenizer, TranslationTokenizer):
         if architecture.get("kind") == "hf":
             raise BenchbuildError(f"{entry.name}: separate source and target dictionaries (recipe key dictionaries = "

@@ -20,6 +20,7 @@ from benchbuild.benchmark import BuildInfo, load_splits, read_build_info, split_
 from benchbuild.errors import BenchbuildError
 from benchbuild.training.batching import EncodedSplit, TokenBatches, check_split_lengths, encode_rows
 from benchbuild.training.tokenization import build_dictionaries, build_tokenizer
+from benchbuild.zoo.loading import token_ids
 from benchbuild.training.validation import (hidden_words_message, holds_out, keeps_file_order, split_validation,
                                            word_coverage)
 from benchbuild.zoo.recipe import (TrainingRecipe, default_recipe, epoch_in_token_batches, planned_steps,
@@ -74,6 +75,7 @@ class RunPlan:
     recipe_steps: int  # the recipe's budget (`steps`, or `epochs` counted in steps)
     budget: int  # the steps this run trains to: `--max-steps`, else the recipe's
     eval_every: int  # steps between validations: `eval_every`, or `eval_every_epochs` in steps
+    output_tokens: list[int] | None = None  # what the output layer scores under output_vocabulary = "targets"
 
     def record(self) -> dict[str, Any]:
         """The plan's part of `run.json`."""
@@ -141,7 +143,20 @@ def plan_run(model: str | Path, data: str | Path, out: str | Path, options: RunO
         held_out_words=held_out_words, identity=identity, tokenizer=tokenizer, train_encoded=train_encoded,
         token_batches=token_batches, recipe_steps=recipe_steps,
         budget=recipe_steps if options.max_steps is None else options.max_steps,
-        eval_every=validation_interval(recipe, split_rows, options.validation_split, per_epoch))
+        eval_every=validation_interval(recipe, split_rows, options.validation_split, per_epoch),
+        output_tokens=output_tokens(entry, options, tokenizer, splits["train"]))
+
+
+def output_tokens(entry, options: RunOptions, tokenizer, train_split) -> list[int] | None:
+    """Under the architecture key `output_vocabulary = "targets"` (Syntactic Attention, as 002's code scores a
+    separate action vocabulary): the ids of every token the train split's targets hold, with `<s>` and `</s>`; the
+    model's softmax runs over these alone. None for every other model."""
+    architecture = {**entry.architecture, **(options.architecture_overrides or {})}
+    if architecture.get("output_vocabulary", "all") != "targets":
+        return None
+    targets = [row["target"] for row in split_rows_as_dicts(train_split)]
+    ids = {token for encoded in token_ids(tokenizer, targets, target=True) for token in encoded}
+    return sorted(ids | {tokenizer.bos_token_id, tokenizer.eos_token_id})
 
 
 def run_tokenizer(train_split, recipe: TrainingRecipe):

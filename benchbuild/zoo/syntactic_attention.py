@@ -40,7 +40,11 @@ from transformers.utils import ModelOutput
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo.dropout import Dropout
 from benchbuild.zoo.recurrent import AttentionLoop, bidirectional_states, dot_attention, lstm_cell, packed_lstm
-from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel
+from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel, check_choice
+
+# What the output layer's softmax runs over: "all", the shared vocabulary; "targets", the tokens the training targets
+# hold with <s> and </s>, as 002's code scores its separate action vocabulary (data.py: <SOS>, the actions, <EOS>).
+OUTPUT_VOCABULARIES = ("all", "targets")
 
 
 class SyntacticAttentionConfig(ZooConfig):
@@ -50,15 +54,20 @@ class SyntacticAttentionConfig(ZooConfig):
     kind = "syntactic_attention"
 
     def __init__(self, d_semantic: int = 120, hidden_size: int = 200, num_layers: int = 1, dropout: float = 0.5,
-                 **kwargs):
+                 output_vocabulary: str = "all", output_tokens: list[int] | None = None, **kwargs):
         if hidden_size % 2:
             raise BenchbuildError(f"syntactic_attention: hidden_size = {hidden_size} must be even (the first biLSTM "
                                   "has hidden_size / 2 units per direction)")
+        check_choice("syntactic_attention", "output_vocabulary", output_vocabulary, OUTPUT_VOCABULARIES)
         self.d_semantic = d_semantic
         self.hidden_size = hidden_size
         self.num_layers = num_layers
         self.num_hidden_layers = num_layers
         self.dropout = dropout
+        self.output_vocabulary = output_vocabulary
+        # Under "targets": the ids the output layer scores (training sets them from the run's train targets,
+        # `training.plan.output_tokens`); every other logit is the dtype's lowest, so the softmax is over these alone.
+        self.output_tokens = None if output_tokens is None else [int(token) for token in output_tokens]
         super().__init__(**kwargs)
 
 
@@ -96,6 +105,11 @@ class SyntacticAttentionForSeq2Seq(ZooSeq2SeqModel):
                                     dropout=between_layers)  # g, the decoder's rnn
         self.output = nn.Linear(config.d_semantic, config.vocab_size)  # f in Eq. 1, the decoder's out
         self.dropout = Dropout(config.dropout)
+        scored = torch.ones(config.vocab_size, dtype=torch.bool)
+        if config.output_tokens is not None:
+            scored = torch.zeros(config.vocab_size, dtype=torch.bool)
+            scored[torch.tensor(config.output_tokens, dtype=torch.long)] = True
+        self.register_buffer("scored", scored, persistent=False)  # from the config: no weight of its own
         self.post_init()
 
     @torch.no_grad()
@@ -197,7 +211,10 @@ class SyntacticAttentionForSeq2Seq(ZooSeq2SeqModel):
     def decode(self, decoder_input_ids: torch.LongTensor, encoding: TwoStreamEncoding) -> torch.Tensor:
         """Logits f(d_i), d_i = Σ_j α_ij m_j (Eq. 1), one per decoder position; the decoder ids give only how many."""
         weights = self.attention_weights(decoder_input_ids.size(1), encoding)
-        return self.output(torch.einsum("btl,bld->btd", weights, encoding.translation))
+        logits = self.output(torch.einsum("btl,bld->btd", weights, encoding.translation))
+        if self.config.output_tokens is None:
+            return logits
+        return logits.masked_fill(~self.scored, torch.finfo(logits.dtype).min)
 
     def forward(self, input_ids: torch.LongTensor | None = None, attention_mask: torch.Tensor | None = None,
                 decoder_input_ids: torch.LongTensor | None = None, labels: torch.LongTensor | None = None,
