@@ -6,7 +6,9 @@
   (`Embedding` in fairseq/models/transformer.py), query/key/value projections Glorot-uniform with gain 1/√2 and
   PyTorch's default bias, attention output projection Glorot-uniform with zero bias
   (`MultiheadAttention.reset_parameters`), feed-forward layers PyTorch's default `nn.Linear` init
-  (`build_fc1`/`build_fc2`), the untied output projection N(0, d^-1/2) (`build_output_projection`). Needs
+  (`build_fc1`/`build_fc2` of fairseq 0.10 and later, and `nn.Linear` in 000's July-2020 prototype,
+  ctronn_encoder.py / ctronn_decoder.py; fairseq 0.9.0 drew them Xavier with zero bias), the untied output
+  projection N(0, d^-1/2) (`build_output_projection`). Needs
   `embedding_scale = "teu"` (fairseq scales the embeddings by √d); fairseq's sinusoids are
   `benchbuild.zoo.positions.fairseq_sinusoid`.
 
