@@ -32,7 +32,7 @@ from benchbuild.training.bookkeeping import (check_budget_change, check_run_path
                                              mark_diverged, out_of_time, recorded_run, run_environment,
                                              selection_record, settled, signals_held, stop_at_resume_point)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
-from benchbuild.training.plan import RunOptions, RunPlan, plan_run
+from benchbuild.training.plan import RunOptions, RunPlan, check_set_by_training, plan_run
 from benchbuild.training.prepared import PreparedRun, TrainResult
 from benchbuild.training.progress import StepProgress, training_status
 from benchbuild.training.selection import selects
@@ -255,12 +255,7 @@ def _network(entry, tokenizer, checkpoint: Path | None, architecture_overrides: 
         return load_model(checkpoint)
     overrides = dict(architecture_overrides or {})
     architecture = {**entry.architecture, **overrides}
-    if "source_vocab_size" in architecture:
-        raise BenchbuildError(f"{entry.name}: source_vocab_size is the run's source dictionary's size, set by "
-                              "training (recipe key dictionaries = 'separate'), not an architecture key to give")
-    if "output_tokens" in architecture:
-        raise BenchbuildError(f"{entry.name}: output_tokens are the run's target tokens, set by training "
-                              "(architecture key output_vocabulary = 'targets'), not an architecture key to give")
+    check_set_by_training(entry, architecture_overrides)
     if output_tokens is not None:
         overrides["output_tokens"] = output_tokens
     if isinstance(tokenizer, TranslationTokenizer):

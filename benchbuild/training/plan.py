@@ -106,6 +106,7 @@ def plan_run(model: str | Path, data: str | Path, out: str | Path, options: RunO
     if "train" not in splits:
         raise BenchbuildError(f"{data} has no train split (splits: {', '.join(splits)})")
     check_split_lengths(data, splits, {"train", options.validation_split or "validation"})
+    check_set_by_training(entry, options.architecture_overrides)
     check_dictionaries(entry, recipe, options.architecture_overrides)
     split_rows = {name: split.rows for name, split in info.splits.items()}
     # Epochs of token batches are counted in steps once the rows are packed, below.
@@ -185,6 +186,20 @@ def token_batches_per_epoch(data: str | Path, recipe: TrainingRecipe, seed: int 
                                         file_order=keeps_file_order(read_build_info(data)))
     tokenizer = run_tokenizer(splits["train"], recipe)
     return len(TokenBatches.pack(encode_rows(tokenizer, train_rows), recipe.batch_tokens, recipe.batch_size, seed))
+
+
+# Architecture keys a run's data sets (`loop._network` passes them), never an entry or `--architecture`.
+SET_BY_TRAINING = {
+    "source_vocab_size": "the run's source dictionary's size, set by training (recipe key dictionaries = 'separate')",
+    "output_tokens": "the run's target tokens, set by training (architecture key output_vocabulary = 'targets')",
+}
+
+
+def check_set_by_training(entry, architecture_overrides: dict | None) -> None:
+    """Refused before the run folder is touched: an architecture key that training derives from the run's data."""
+    for key, what in SET_BY_TRAINING.items():
+        if key in {**entry.architecture, **(architecture_overrides or {})}:
+            raise BenchbuildError(f"{entry.name}: {key} is {what}, not an architecture key to give")
 
 
 # The model kinds whose encoder can embed a source dictionary of its own (`source_vocab_size`).

@@ -38,3 +38,13 @@ def test_a_refused_plan_leaves_nothing_for_the_corrected_rerun_to_trip_on(tiny_s
     assert not out.exists()
     train(tiny_model, tiny_scan, out, device="cpu", progress=False, max_steps=2)
     assert json.loads((out / "run.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.parametrize("model, key", [("tiny", "source_vocab_size"), ("syntactic_attention", "output_tokens")])
+def test_an_architecture_key_training_derives_is_refused_before_the_run_folder_is_written(tiny_scan, tiny_model,
+                                                                                          tmp_path, model, key):
+    out = tmp_path / "run"
+    with pytest.raises(BenchbuildError, match=f"{key} is the run's .* set by training"):
+        train(tiny_model if model == "tiny" else model, tiny_scan, out, device="cpu", progress=False, max_steps=2,
+              architecture_overrides={key: 7 if key == "source_vocab_size" else [1, 2]})
+    assert not out.exists()
