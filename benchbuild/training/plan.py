@@ -145,16 +145,22 @@ def plan_run(model: str | Path, data: str | Path, out: str | Path, options: RunO
         token_batches=token_batches, recipe_steps=recipe_steps,
         budget=recipe_steps if options.max_steps is None else options.max_steps,
         eval_every=validation_interval(recipe, split_rows, options.validation_split, per_epoch),
-        output_tokens=output_tokens(entry, options, tokenizer, splits["train"]))
+        output_tokens=output_tokens(entry, options, tokenizer, splits["train"], recipe))
 
 
-def output_tokens(entry, options: RunOptions, tokenizer, train_split) -> list[int] | None:
+def output_tokens(entry, options: RunOptions, tokenizer, train_split,
+                  recipe: TrainingRecipe | None = None) -> list[int] | None:
     """Under the architecture key `output_vocabulary = "targets"` (Syntactic Attention, as 002's code scores a
     separate action vocabulary): the ids of every token the train split's targets hold, with `<s>` and `</s>`; the
-    model's softmax runs over these alone. None for every other model."""
+    model's softmax runs over these alone. None for every other model. Label smoothing, which spreads probability
+    over every token of the vocabulary, is refused beside it."""
     architecture = {**entry.architecture, **(options.architecture_overrides or {})}
     if architecture.get("output_vocabulary", "all") != "targets":
         return None
+    if recipe is not None and recipe.label_smoothing > 0:
+        raise BenchbuildError(f"{entry.name}: label_smoothing = {recipe.label_smoothing} spreads probability over "
+                              "every token, but output_vocabulary = 'targets' scores the target tokens alone: set "
+                              "label_smoothing=0, or --set architecture={output_vocabulary=all}")
     targets = [row["target"] for row in split_rows_as_dicts(train_split)]
     ids = {token for encoded in token_ids(tokenizer, targets, target=True) for token in encoded}
     return sorted(ids | {tokenizer.bos_token_id, tokenizer.eos_token_id})

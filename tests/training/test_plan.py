@@ -48,3 +48,11 @@ def test_an_architecture_key_training_derives_is_refused_before_the_run_folder_i
         train(tiny_model if model == "tiny" else model, tiny_scan, out, device="cpu", progress=False, max_steps=2,
               architecture_overrides={key: 7 if key == "source_vocab_size" else [1, 2]})
     assert not out.exists()
+
+
+def test_label_smoothing_beside_a_softmax_over_the_targets_is_refused_before_the_run_folder(tiny_scan, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(BenchbuildError, match="label_smoothing = 0.1 spreads probability over every token"):
+        train("syntactic_attention", tiny_scan, out, device="cpu", progress=False, max_steps=2,
+              overrides={"label_smoothing": 0.1})
+    assert not out.exists()
