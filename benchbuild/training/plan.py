@@ -160,7 +160,7 @@ def output_tokens(entry, options: RunOptions, tokenizer, train_split,
     if recipe is not None and recipe.label_smoothing > 0:
         raise BenchbuildError(f"{entry.name}: label_smoothing = {recipe.label_smoothing} spreads probability over "
                               "every token, but output_vocabulary = 'targets' scores the target tokens alone: set "
-                              "label_smoothing=0, or --set architecture={output_vocabulary=all}")
+                              "label_smoothing=0, or --set 'architecture={output_vocabulary=\"all\"}'")
     targets = [row["target"] for row in split_rows_as_dicts(train_split)]
     ids = {token for encoded in token_ids(tokenizer, targets, target=True) for token in encoded}
     return sorted(ids | {tokenizer.bos_token_id, tokenizer.eos_token_id})
