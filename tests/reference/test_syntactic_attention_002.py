@@ -13,6 +13,7 @@ architecture key `output_vocabulary = "targets"`, over the tokens training finds
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -56,13 +57,19 @@ def tokenizer(scan_files):
     return word_level_tokenizer(texts)
 
 
-def scored_tokens(tokenizer, scan_file) -> list[int]:
-    """What training's plan makes the output layer score (`output_tokens`) on the add-jump training file."""
+@functools.cache
+def _scored_tokens(tokenizer, scan_file) -> tuple[int, ...]:
     rows = []
     for line in scan_file.read_text().splitlines():
         source, target = line[len("IN: "):].split(" OUT: ")
         rows.append({"source": source, "target": target})
-    return output_tokens(load_entry("syntactic_attention"), RunOptions(), tokenizer, rows)
+    return tuple(output_tokens(load_entry("syntactic_attention"), RunOptions(), tokenizer, rows))
+
+
+def scored_tokens(tokenizer, scan_file) -> list[int]:
+    """What training's plan makes the output layer score (`output_tokens`) on the add-jump training file (computed
+    once per tokenizer: the draw test builds many models)."""
+    return list(_scored_tokens(tokenizer, scan_file))
 
 
 def ours(tokenizer, dropout: float = 0.0, **overrides):
