@@ -15,8 +15,8 @@ A member is its single run up to the dropout masks: with dropout off, its losses
 to float rounding (micro-batches cut and padded otherwise); with dropout on, its masks come from its stream, so a
 member draws the same masks in any stack. A member whose loss turns non-finite is marked failed alone; the others go
 on; so does a member whose folder was damaged between two runs of the stack (its message says to delete the folder,
-and the same sweep then trains it again from its start). Members at different steps (a stack killed between two members' checkpoints) are stepped lowest first until
-they meet. On CPU a stack is no faster than its runs one after another (benchmarks/RESULTS.md); it exists for GPUs.
+and the same sweep then trains it again from its start). Members at different steps (a stack killed between two
+members' checkpoints) are stepped lowest first until they meet. On CPU a stack is no faster than its runs one after another (benchmarks/RESULTS.md); it exists for GPUs.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ def test_a_plan_is_made_without_touching_the_run_folder_and_run_json_records_it(
                                                            overrides={"eval_every": 6}))
     assert not out.exists()
     # 120 rows, 12 held out for validation; the recipe's 30 steps and its validation interval, as planned once.
-    assert (len(plan.train_rows), len(plan.validation_rows), plan.validation_name) == (108, 12, "train-heldout-10%-seed-3")
+    assert (len(plan.train_rows), len(plan.validation_rows)) == (108, 12)
+    assert plan.validation_name == "train-heldout-10%-seed-3"
     assert (plan.budget, plan.eval_every, plan.recipe.batch_size) == (30, 6, 16)
     assert len(plan.train_encoded.sources) == 108 and plan.tokenizer.get_vocab()
     run = prepare(plan)
