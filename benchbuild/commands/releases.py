@@ -23,7 +23,8 @@ def import_command(
         "--hf.", show_default=False)] = None,
     folder: Annotated[Optional[Path], typer.Argument(
         metavar="DIR", help="The LAYOUT's release folder: cognition, CoGnition's data/; react, ReaCT's "
-        "cg_test.de/en with IWSLT14's train/valid/test.de/en; iwslt14, prepare-iwslt14.sh's output.",
+        "cg_test.de/en with IWSLT14's train/valid/test.de/en; iwslt14, prepare-iwslt14.sh's output; "
+        "syntactic_attention_mt, the data/MT folder of 002's code (jlrussin/syntactic_attention).",
         show_default=False)] = None,
     *,
     parameters: ImportParameters,

@@ -1,5 +1,6 @@
 """Reading one split of an imported benchmark as an Arrow table with named columns, every row in file order: aligned
-text files (one column each, named by its suffix), a TSV, JSON Lines, parquet, or a local Hugging Face dataset.
+text files (one column each, named by its suffix), a TSV, JSON Lines, parquet, a local Hugging Face dataset, or one
+file of `IN: source OUT: target` lines (SCAN's format, which 002's English-French files share).
 
 The text readers are `benchbuild.corpus`'s (lines split on `\\n` only, invalid UTF-8 named by file and line); unlike
 a corpus reader, a split reader keeps empty lines, so row i of an evaluation split is line i of the published file.
@@ -39,10 +40,13 @@ class SplitFiles:
     paths: tuple[Path, ...]
     published: PublishedCount | None = None
     hf_split: str | None = None
+    in_out: bool = False  # one file of `IN: … OUT: …` lines (a layout says so)
 
     @property
     def kind(self) -> str:
-        """text, tsv, jsonl, parquet or hf."""
+        """text, tsv, jsonl, parquet, hf or in_out."""
+        if self.in_out:
+            return "in_out"
         if self.hf_split is not None or (len(self.paths) == 1 and self.paths[0].is_dir()):
             return "hf"
         if len(self.paths) > 1:
@@ -89,9 +93,13 @@ def check_files(split: SplitFiles) -> int | None:
         raise BenchbuildError(f"split {split.name}: `{split.paths[0]}` is one file but not a .tsv, .jsonl or "
                               ".parquet file: give two aligned text files (source, target), a table file or a "
                               "dataset folder")
-    if kind != "text":
+    if kind not in ("text", "in_out"):
         return None
-    text_column_names(split.paths)
+    if kind == "in_out" and len(split.paths) != 1:
+        raise BenchbuildError(f"split {split.name}: {split.label()}: this layout's splits are one file of "
+                              "`IN: source OUT: target` lines each")
+    if kind == "text":
+        text_column_names(split.paths)
     counts = {path: count_lines(path) for path in split.paths}
     first, lines = next(iter(counts.items()))
     for path, count in counts.items():
@@ -132,6 +140,8 @@ def read_split(split: SplitFiles, *, columns: list[str] | None = None, header: b
     if kind == "hf":
         return _hf_table(split)
     path = split.paths[0]
+    if kind == "in_out":
+        return _in_out_table(path, encoding_errors)
     if kind == "tsv":
         return _tsv_table(path, columns, header, encoding_errors)
     if kind == "jsonl":
@@ -165,6 +175,21 @@ def _tsv_table(path: Path, columns: list[str] | None, header: bool, encoding_err
         for column, value in zip(values, fields):
             column.append(value)
     return pa.table({name: pa.array(column, pa.string()) for name, column in zip(names, values)})
+
+
+def _in_out_table(path: Path, encoding_errors: str) -> pa.Table:
+    """`IN: source OUT: target` lines as `source` and `target`: each side's words joined by one space, as 002's
+    data.py (MTDataset, ScanDataset) reads them; a line without exactly one `IN:` first and one `OUT:` after it is
+    refused by number."""
+    sources, targets = [], []
+    for number, line in enumerate(_lines(path, encoding_errors), start=1):
+        words = line.split()
+        if not words or words[0] != "IN:" or words.count("IN:") != 1 or words.count("OUT:") != 1:
+            raise BenchbuildError(f"`{path}` line {number} is not an `IN: source OUT: target` line: {line[:60]!r}")
+        middle = words.index("OUT:")
+        sources.append(" ".join(words[1:middle]))
+        targets.append(" ".join(words[middle + 1:]))
+    return pa.table({"source": pa.array(sources, pa.string()), "target": pa.array(targets, pa.string())})
 
 
 def _jsonl_table(path: Path, encoding_errors: str) -> pa.Table:

@@ -7,7 +7,7 @@ everything that is wrong, a release with missing, misnamed, misaligned or trunca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -18,7 +18,8 @@ from benchbuild.importing.files import PublishedCount, SplitFiles, check_splits
 @dataclass(frozen=True)
 class PublishedSplit:
     """One split of a release: where its files may lie (paths relative to DIR, without the suffix), their suffixes in
-    column order (source, target, extra columns) and the published line count."""
+    column order (source, target, extra columns) and the published line count. No suffixes: the stem is the one file
+    (a layout of `IN: … OUT: …` files)."""
 
     name: str
     stems: tuple[str, ...]
@@ -27,7 +28,7 @@ class PublishedSplit:
     what: str
 
     def files(self, stem: str) -> list[str]:
-        return [f"{stem}.{suffix}" for suffix in self.suffixes]
+        return [f"{stem}.{suffix}" for suffix in self.suffixes] if self.suffixes else [stem]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Layout:
     remove_bpe: bool = False  # strip subword-nmt joiners (`@@ `): fairseq's --remove-bpe
     degree: bool = False  # add each row's compositional degree w.r.t. the train source (001 §4, Figure 1a)
     lexicon: tuple[str, ...] = ()  # where the CTER lexicon lies, relative to DIR
+    in_out: bool = False  # each split one file of `IN: source OUT: target` lines (SCAN's format)
 
 
 _IWSLT14_CITATION = """\
@@ -60,6 +62,21 @@ _IWSLT14_CITATION = """\
 }"""
 
 _IWSLT14_LICENSE = "cc-by-nc-nd-4.0"
+
+_SYNTACTIC_ATTENTION_CITATION = """\
+@article{russin-etal-2019-compositional,
+  title = {Compositional generalization in a deep seq2seq model by separating syntax and semantics},
+  author = {Russin, Jake and Jo, Jason and O'Reilly, Randall C. and Bengio, Yoshua},
+  journal = {arXiv preprint arXiv:1904.09708},
+  year = {2019}
+}
+@inproceedings{lake-baroni-2018-generalization,
+  title = {Generalization without Systematicity: On the Compositional Skills of Sequence-to-Sequence Recurrent
+           Networks},
+  author = {Lake, Brenden and Baroni, Marco},
+  booktitle = {Proceedings of the 35th International Conference on Machine Learning},
+  year = {2018}
+}"""
 
 LAYOUTS: Mapping[str, Layout] = {layout.name: layout for layout in (
     Layout(
@@ -130,6 +147,24 @@ LAYOUTS: Mapping[str, Layout] = {layout.name: layout for layout in (
                 PublishedSplit("test", ("test",), ("de", "en"), 6_750, "prepare-iwslt14.sh's test set")),
         remove_bpe=True,
     ),
+    Layout(
+        name="syntactic_attention_mt", family="lake_baroni_en_fr", benchmark="lake_baroni_en_fr/syntactic_attention_mt",
+        pretty_name="Lake & Baroni English→French, as 002 trained and tested on it (imported)",
+        summary="The small English→French set of Lake & Baroni (2018, §5) in the files Russin et al. (002) trained "
+                "and scored Table 3 on: 9,999 training pairs (no \"i am daxy\" copies), a test set of 1,191 pairs "
+                "whose first 8 use the novel adjective \"daxy\" in new combinations, and the 783 test pairs without "
+                "unknown words, on which 002's scripts select the checkpoint (validation). Scored with BLEU (002's "
+                "own: NLTK over every reference of a source, targets under 4 words skipped).",
+        release="the data/MT folder of github.com/jlrussin/syntactic_attention (train, test, test_no_unk.txt)",
+        languages=("en", "fr"), license="unknown (Tatoeba sentences, CC BY 2.0 FR, as the PyTorch tutorial's)",
+        citation=_SYNTACTIC_ATTENTION_CITATION,
+        metrics=("bleu",),
+        splits=(PublishedSplit("train", ("train",), (), 9_999, "002's training file (data/MT/train)"),
+                PublishedSplit("validation", ("test_no_unk.txt",), (), 783,
+                               "002's selection file (data/MT/test_no_unk.txt: test pairs without unknown words)"),
+                PublishedSplit("test", ("test",), (), 1_191, "002's test file (data/MT/test)")),
+        in_out=True,
+    ),
 )}
 
 
@@ -141,6 +176,7 @@ def locate(layout: Layout, folder: Path, given: Mapping[str, SplitFiles]) -> lis
         raise BenchbuildError(f"{layout.name}: `{folder}` is not a folder: give {layout.release}")
     splits: list[SplitFiles] = []
     missing: list[str] = []
+    given = {name: replace(split, in_out=layout.in_out) for name, split in given.items()}
     for published in layout.splits:
         if published.name in given:
             splits.append(given[published.name])
@@ -151,7 +187,7 @@ def locate(layout: Layout, folder: Path, given: Mapping[str, SplitFiles]) -> lis
             missing.append(f"{published.name} ({' + '.join(published.files(published.stems[0]))})")
             continue
         splits.append(SplitFiles(published.name, tuple(folder / name for name in published.files(stem)),
-                                 PublishedCount(published.lines, published.what)))
+                                 PublishedCount(published.lines, published.what), in_out=layout.in_out))
     known = {published.name for published in layout.splits}
     splits += [split for name, split in given.items() if name not in known]
     if missing:

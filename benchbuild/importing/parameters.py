@@ -14,7 +14,7 @@ from benchbuild.options import EncodingErrorsOption
 from benchbuild.outputs import check_name, check_path_text
 
 # The published releases `benchbuild import LAYOUT DIR` recognises (`benchbuild.importing.layouts.LAYOUTS`).
-LayoutName = Literal["cognition", "react", "iwslt14"]
+LayoutName = Literal["cognition", "react", "iwslt14", "syntactic_attention_mt"]
 # What `eval` and `score` compute that a benchmark may declare as its headline metrics.
 METRICS = ("exact_match", "bleu", "chrf", "cter", "comp", "bleu_by_degree")
 DEFAULT_FAMILY = "imported"
@@ -81,11 +81,12 @@ class ImportParameters:
             raise BenchbuildError(f"`benchbuild import {layout}` needs the folder of the release: "
                                   f"benchbuild import {layout} DIR --out OUT")
         if layout is None and folder is not None:
-            raise BenchbuildError(f"{folder}: a folder is imported by its LAYOUT (cognition, react or iwslt14); "
+            raise BenchbuildError(f"{folder}: a folder is imported by its LAYOUT (cognition, react, iwslt14 or "
+                                  "syntactic_attention_mt); "
                                   "other files with --split NAME=FILES or --hf DIR")
         if layout is None and not self.split and self.hf is None:
             raise BenchbuildError("nothing to import: give --split NAME=FILES (repeatable) or --hf DIR, or a LAYOUT "
-                                  "and its DIR (benchbuild import cognition|react|iwslt14 DIR)")
+                                  "and its DIR (benchbuild import cognition|react|iwslt14|syntactic_attention_mt DIR)")
         if layout is not None and self.hf is not None:
             raise BenchbuildError("--hf imports a whole dataset folder: it does not go with a LAYOUT (give a split "
                                   "of it with --split NAME=DIR)")

@@ -28,7 +28,8 @@ from benchbuild.corpus import CorpusStats, read_lines
 from benchbuild.errors import BenchbuildError
 from benchbuild.lake_baroni.parameters import LakeBaroniParameters
 
-FAMILY = NAME = "lake_baroni_en_fr"  # the name 002 Table 3's `[[reported]]` rows give it
+FAMILY = NAME = "lake_baroni_en_fr"  # 002 Table 3's `[[reported]]` rows name `lake_baroni_en_fr/syntactic_attention_mt`,
+# the import of 002's own files, which this builder's benchmark is not
 # The English prefixes of the PyTorch tutorial's filter; "he is", "she s" and the uncontracted forms have no trailing
 # space there, so "she s" also keeps "she smiled ." (which 002's released training file holds).
 ENGLISH_PREFIXES = ("i am ", "i m ", "he is", "he s ", "she is", "she s", "you are", "you re ", "we are", "we re ",
@@ -122,7 +123,9 @@ def build_lake_baroni(parameters: LakeBaroniParameters) -> Benchmark:
         rules={
             "train": f"{parameters.train_size:,} filtered pairs drawn with the seed, in the file's order, then "
                      f"{parameters.dax_repetitions:,} copies of 'i am daxy .' → 'je suis daxiste .'",
-            "test": "every other filtered pair, in the file's order (002 Table 3 reports BLEU on it)",
+            "test": "every other filtered pair, in the file's order: a split of the kind 002 Table 3 reports BLEU on, "
+                    "not 002's rows (002's own files: `benchbuild import syntactic_attention_mt`; they have 9,999 "
+                    "training pairs without daxy copies and the daxy sentences in test)",
             "daxy": "the eight sentences using 'daxy' in new combinations (subjects i am / you are / he is × no "
                     "modifier, 'not', 'very', less the training sentence), translated by rule",
         },

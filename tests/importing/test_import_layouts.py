@@ -254,3 +254,34 @@ def test_cognition_refuses_a_missing_lexicon_an_unknown_atom_and_a_truncated_cg_
     message = refused("import", "cognition", folder, *given, "--out", tmp_path / "out")
     assert "cg-test.compound` has 10,795 lines but" in message and "not aligned" in message
     assert not (tmp_path / "out").exists()
+
+
+def test_002s_mt_files_import_as_the_benchmark_its_table_3_row_names(refused, benchbuild, shared_data, tmp_path):
+    """`import syntactic_attention_mt`: 002's data/MT files (`IN: … OUT: …` lines) become the benchmark 002's Table 3
+    row names, with test_no_unk.txt as validation (what 002's scripts select on); `build-lake-baroni-fr`'s benchmark
+    is not it. A bad line or a truncated file is refused in one line, before anything is written."""
+    release = shared_data.parent / "reference" / "syntactic_attention" / "data" / "MT"
+    code, stdout, stderr = benchbuild("import", "syntactic_attention_mt", release, "--out", tmp_path / "mt")
+    assert code == 0, stderr
+    assert "(train 9,999, validation 783, test 1,191; the published line counts of syntactic_attention_mt checked)" \
+        in stdout
+    info, splits = read_build_info(tmp_path / "mt"), load_splits(tmp_path / "mt")
+    assert splits["test"][0] == {"id": "test-00000001", "source": "you are daxy .", "target": "tu es daxiste ."}
+    entry = load_entry("syntactic_attention")
+    row = next(row for row in entry.reported if row["table"] == "002 Table 3")
+    assert reported_on(row["benchmark"], info.family, info.name, info.splits)
+    assert not reported_on(row["benchmark"], "lake_baroni_en_fr", "lake_baroni_en_fr", ["train", "test", "daxy"])
+    assert default_recipe(entry.recipes, entry.reported, info.family, info.name, info.splits) == "mt"
+
+    copy = tmp_path / "release"
+    copy.mkdir()
+    for name in ("train", "test_no_unk.txt"):
+        (copy / name).symlink_to(release / name)
+    lines = head(release / "test", 1_191)
+    write_lines(copy / "test", lines[:-1])
+    message = refused("import", "syntactic_attention_mt", copy, "--out", tmp_path / "out")
+    assert "have 1,190 lines, fewer than the 1,191 of 002's test file (data/MT/test)" in message
+    write_lines(copy / "test", [*lines[:5], lines[5].replace(" OUT: ", " "), *lines[6:]])
+    message = refused("import", "syntactic_attention_mt", copy, "--out", tmp_path / "out")
+    assert f"`{copy / 'test'}` line 6 is not an `IN: source OUT: target` line" in message
+    assert not (tmp_path / "out").exists()

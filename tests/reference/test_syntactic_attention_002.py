@@ -310,3 +310,27 @@ def test_two_hundred_updates_follow_their_loss_curve(official, tokenizer, scan_f
         their_losses.append(their_loss.item())
     assert sum(their_losses[-20:]) < sum(their_losses[:20]) * 0.9  # it learns (2.10 -> 1.76): the curve is not flat
     assert max(abs(a - b) for a, b in zip(ours_losses, their_losses)) <= 1e-5
+
+
+def test_the_imported_mt_files_are_the_rows_their_mt_dataset_reads(official, tmp_path):
+    """002's Table 3 rows: `benchbuild import syntactic_attention_mt` gives, split for split, the sources and targets
+    their MTDataset reads from the files train_test.py is given (--train_data_file data/MT/train, --val_data_file
+    data/MT/test_no_unk.txt, --test_data_file data/MT/test), in their order; the daxy sentences are test rows."""
+    from commands import benchbuild_in_process
+
+    from benchbuild.benchmark import load_splits, read_build_info
+
+    folder = reference_folder("syntactic_attention") / "data" / "MT"
+    result = benchbuild_in_process("import", "syntactic_attention_mt", folder, "--out", tmp_path / "mt")
+    assert result.returncode == 0, result.stderr
+    info, splits = read_build_info(tmp_path / "mt"), load_splits(tmp_path / "mt")
+    assert (info.family, info.name) == ("lake_baroni_en_fr", "lake_baroni_en_fr/syntactic_attention_mt")
+    vocab = {"in_token_to_idx": {}, "out_token_to_idx": {}}  # a vocab given: MTDataset builds none
+    for split, file in (("train", "train"), ("validation", "test_no_unk.txt"), ("test", "test")):
+        theirs = official[1].MTDataset(str(folder / file), vocab)
+        rows = splits[split]
+        assert len(rows) == len(theirs.text_instructions) > 0
+        assert rows["source"] == [" ".join(words[1:-1]) for words in theirs.text_instructions]
+        assert rows["target"] == [" ".join(words[1:-1]) for words in theirs.text_actions]
+    assert sum("daxy" in source for source in splits["test"]["source"]) == 8
+    assert not any("daxy" in source for source in splits["train"]["source"])
