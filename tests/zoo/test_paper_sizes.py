@@ -89,7 +89,7 @@ SETUPS = (
                dict(d_semantic=120, hidden_size=200, num_layers=1, dropout=0.5),
                dict(learning_rate=1e-3, batch_size=1, steps=200000, select="best_validation")),
     PaperSetup("002 §3.5 (the same model on the small En-Fr set, learning rate 0.00015)",
-               "002", ("lake_baroni_en_fr",), frozenset({"syntactic_attention"}),
+               "002", ("lake_baroni_en_fr/syntactic_attention_mt",), frozenset({"syntactic_attention"}),
                dict(d_semantic=120, hidden_size=200, num_layers=1, dropout=0.5),
                dict(learning_rate=1.5e-4, batch_size=1)),
     # 002 reports the recurrent baselines of earlier papers without their sizes; the entry takes Lake & Baroni's
