@@ -34,10 +34,15 @@ BASES = (PACKAGE, PACKAGE / "zoo")
 # Paths of other repositories' files cited by line (as written before the `L`); none of them is a file of ours.
 FOREIGN = frozenset({
     "bleu.py",
+    "ctronn_attention.py",
+    "ctronn_decoder.py",
+    "ctronn_encoder.py",
     "evaluate_bleu.py",
     "examples/scaling_nmt/README.md",
     "fairseq/data/encoders/space_tokenizer.py",
     "fairseq/models/ctronn_attention.py",
+    "fairseq/models/transformer.py",
+    "fairseq/optim/adam.py",
     "fairseq/scoring/bleu.py",
     "layers/tied_embedding.py",
     "layers/transformer/multi_head_relative_pos_attention.py",

@@ -27,9 +27,9 @@ Switches (all in `TransformerConfig`):
   PyTorch's; False: 003's code, layers/transformer/multi_head_attention.py, `bias=False`).
 - `output_bias`: a learned bias per output word, zero at the start, added to the logits (003's code:
   layers/tied_embedding.py L12, L15); False: the logits are the output layer's product alone (fairseq's).
-- `t5_bias_init`: "zeros" (the T5 bias starts at 0) or "normal" (N(0, 1), as `nn.Embedding(2s + 1, heads)` draws it
-  in the authors' 2020 prototype of this model: robertodessi/fairseq, branch `dev`, fairseq/models/ctronn_attention.py
-  L30); issue #43's experiment 1.
+- `t5_bias_init` ("zeros", or "normal": N(0, 1), issue #43's experiment 1), `head_width` ("split", or "model": each
+  self-attention head d_model wide) and `attention_sublayer` ("transformer", or "prototype": residual and norm inside
+  self-attention): the non-defaults are 000's 2020 prototype's form (`benchbuild.zoo.transformer_layers.Attention`).
 
 Dropout: `dropout` on sub-layer outputs, `input_dropout` (default: `dropout`) on the embeddings entering each stack,
 `attention_dropout` on attention weights, `activation_dropout` (default: `dropout`) inside the feed-forward block.
@@ -68,7 +68,7 @@ from benchbuild.zoo.seq2seq import ZooConfig, ZooSeq2SeqModel, check_choice
 from benchbuild.zoo.transformer_layers import Attention, Convolution, FeedForward, SelfAttentionGate
 
 EMBEDDING_SCALES = ("teu", "none", "ped", "xavier")
-MIXERS = ("attention", "conv")
+MIXERS, HEAD_WIDTHS, ATTENTION_SUBLAYERS = ("attention", "conv"), ("split", "model"), ("transformer", "prototype")
 
 class TransformerConfig(ZooConfig):
     """Sizes and switches of the zoo's Transformer; defaults are 003's SCAN model (Table 4)."""
@@ -83,13 +83,13 @@ class TransformerConfig(ZooConfig):
                  position: str = "absolute", embedding_scale: str = "teu", universal: bool = False,
                  encoder_self_attention_gate: float | None = None, decoder_self_attention_gate: float | None = None,
                  mixer: str = "attention", span: int = 4, fuse_attention: bool = False, pre_norm: bool = False,
-                 max_relative_position: int = 16, init: str = "zoo", tie_output: bool = True,
+                 max_relative_position: int = 16, init: str = "zoo", tie_output: bool = True, head_width: str = "split",
                  encoder_d_model: int | None = None, encoder_num_heads: int | None = None,
                  encoder_d_ff: int | None = None, t5_bias_init: str = "zeros", attention_bias: bool = True,
-                 output_bias: bool = False, **kwargs):
+                 output_bias: bool = False, attention_sublayer: str = "transformer", **kwargs):
         check_choice("transformer", "position", position, POSITIONS)
         check_choice("transformer", "init", init, INITS)
-        check_choice("transformer", "t5_bias_init", t5_bias_init, T5_BIAS_INITS)
+        check_self_attention_form(t5_bias_init, head_width, attention_sublayer, position, mixer)
         if init == "fairseq" and embedding_scale != "teu":
             raise BenchbuildError(f"transformer: init = 'fairseq' needs embedding_scale = 'teu' (fairseq scales its "
                                   f"embeddings by √d), not {embedding_scale!r}")
@@ -115,8 +115,8 @@ class TransformerConfig(ZooConfig):
         self.encoder_self_attention_gate = encoder_self_attention_gate
         self.decoder_self_attention_gate = decoder_self_attention_gate
         self.mixer, self.span, self.fuse_attention, self.pre_norm = mixer, span, fuse_attention, pre_norm
-        self.max_relative_position = max_relative_position
-        self.t5_bias_init = t5_bias_init
+        self.max_relative_position, self.head_width = max_relative_position, head_width
+        self.t5_bias_init, self.attention_sublayer = t5_bias_init, attention_sublayer
         for key, value in (("attention_bias", attention_bias), ("output_bias", output_bias)):
             if not isinstance(value, bool):
                 raise BenchbuildError(f"transformer: {key} = {value!r} must be true or false")
@@ -229,9 +229,9 @@ class TransformerForSeq2Seq(ZooSeq2SeqModel):
         config, weight = self.config, self.embedding.weight
         sides = [config.sizes(decoder) for decoder in (False, True)]
         if config.mixer != "attention" or any(choose_backend(
-                weight.device, weight.dtype, head_dim=width // heads, packable=True,
+                weight.device, weight.dtype, head_dim=head_dim, packable=True,
                 distance_terms=config.position in DISTANCE_POSITIONS) is not Backend.PACKED
-                for width, heads, _ in sides):
+                for head_dim in head_dims(config)):
             return False
         tokens = sum(group["decoder_input_ids"].numel() + group["input_ids"].numel() for group in length_groups)
         longest = max(max(group["decoder_input_ids"].size(1), group["input_ids"].size(1)) for group in length_groups)
@@ -287,8 +287,8 @@ class Layer(nn.Module):
             self.mixer = Convolution(d, config.span, causal=decoder)
         else:
             self.mixer = Attention(d, heads, config.attention_dropout, config.position, config.span, causal=decoder,
-                                   max_relative_position=config.max_relative_position,
-                                   bias_init=getattr(config, "t5_bias_init", "zeros"), bias=bias)
+                                   max_relative_position=config.max_relative_position, bias=bias,
+                                   **self_attention_form(config))
         beta0 = config.decoder_self_attention_gate if decoder else config.encoder_self_attention_gate
         self.gate = SelfAttentionGate(beta0) if beta0 is not None else None
         self.mixer_norm = LayerNorm(d)
@@ -342,3 +342,44 @@ def output_projection(config: TransformerConfig) -> nn.Linear | None:
     return with_003_draw(with_role(nn.Linear(config.d_model, config.vocab_size, bias=False), "output_embedding"),
                          "xavier")
 
+
+def check_self_attention_form(t5_bias_init: str, head_width: str, attention_sublayer: str, position: str,
+                              mixer: str) -> None:
+    """Refuse a value of the keys that give self-attention the prototype's form (`self_attention_form`) that is not
+    one of theirs, or that the position or mixer leaves without meaning."""
+    check_choice("transformer", "t5_bias_init", t5_bias_init, T5_BIAS_INITS)
+    check_choice("transformer", "head_width", head_width, HEAD_WIDTHS)
+    check_choice("transformer", "attention_sublayer", attention_sublayer, ATTENTION_SUBLAYERS)
+    if head_width == "model" and position == "relative":
+        raise BenchbuildError("transformer: head_width = 'model' needs another position than 'relative' (003's "
+                              "position key projection is d_model wide, split among the heads)")
+    for key, value, default in (("head_width", head_width, "split"),
+                                ("attention_sublayer", attention_sublayer, "transformer")):
+        if mixer == "conv" and value != default:
+            raise BenchbuildError(f"transformer: {key} = {value!r} acts on self-attention, which mixer = 'conv' "
+                                  "replaces")
+
+
+def self_attention_form(config: TransformerConfig) -> dict:
+    """`Attention`'s keyword arguments for the form of self-attention: the T5 bias's initial draw, the head width and
+    the sub-layer (a config saved before a key existed reads its default).
+
+    The non-defaults are the form of 000's July-2020 prototype (robertodessi/fairseq, branch dev,
+    fairseq/models/ctronn_attention.py L55-113 (MultiheadRelativeAttention)): its T5 table keeps `nn.Embedding(2s + 1,
+    heads)`'s N(0, 1) draw (its L30), each head is d_model wide (its L69-74) and the attention returns LayerNorm(x +
+    dropout(fc(heads))) with `attention_dropout` on that output, not on the weights (its L82 and L111-112). The layer
+    adds its own residual and norm around it, as the prototype's `CtronnEncoderLayer.forward` and
+    `CtronnDecoderLayer.forward` do; cross-attention keeps split heads and the Transformer's sub-layer (fairseq's
+    `MultiheadAttention` there)."""
+    return dict(bias_init=getattr(config, "t5_bias_init", "zeros"), head_width=getattr(config, "head_width", "split"),
+                sublayer=getattr(config, "attention_sublayer", "transformer"))
+
+
+def head_dims(config: TransformerConfig) -> list[int]:
+    """The head sizes of the model's attentions: per side, self-attention's (d_model under `head_width = "model"`)
+    and cross-attention's (d_model / num_heads)."""
+    dims = []
+    for decoder in (False, True):
+        width, heads, _ = config.sizes(decoder)
+        dims += [width if getattr(config, "head_width", "split") == "model" else width // heads, width // heads]
+    return dims

@@ -4,6 +4,8 @@ How they are stacked into encoder and decoder layers: `benchbuild.zoo.transforme
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -16,6 +18,10 @@ from benchbuild.zoo.attention.layouts import Groups, Packed, SequenceLayout
 from benchbuild.zoo.attention.memory import CacheSlot, Memory
 from benchbuild.zoo.dropout import Dropout
 from benchbuild.zoo.initialisation import with_003_draw, with_role
+from benchbuild.zoo.layer_norm import LayerNorm
+
+HEAD_WIDTHS = ("split", "model")  # `TransformerConfig.head_width`: d_model / heads per head, or d_model each
+ATTENTION_SUBLAYERS = ("transformer", "prototype")  # `TransformerConfig.attention_sublayer`
 
 
 class Attention(nn.Module):
@@ -25,24 +31,37 @@ class Attention(nn.Module):
     layer shared by its heads (M = `max_relative_position`), with `segmented` (Dangle's adaptive layers) a second
     table for the target side and two boundary vectors. All start at 0, but the T5 bias under `bias_init = "normal"`
     (N(0, 1)).
+
+    Two switches give self-attention the form of 000's July-2020 prototype (robertodessi/fairseq, branch dev,
+    fairseq/models/ctronn_attention.py L55-113 (MultiheadRelativeAttention)): `head_width = "model"` makes each
+    head d_model wide (queries, keys and values d → H·d, the output H·d → d, logits scaled by 1/√d: its L69-80 and
+    L94), and `sublayer = "prototype"` makes the module return LayerNorm(x + dropout(out(heads))), `dropout` on the
+    output projection instead of on the attention weights (its L111-112), with the prototype's draws
+    (`_prototype_draw`).
+    `benchbuild.zoo.transformer.self_attention_form` says which config keys set them.
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float, position: str = "none", span: int = 0,
                  causal: bool = False, max_relative_position: int = 16, segmented: bool = False,
-                 key_dim: int | None = None, bias_init: str = "zeros", bias: bool = True):
+                 key_dim: int | None = None, bias_init: str = "zeros", bias: bool = True, head_width: str = "split",
+                 sublayer: str = "transformer"):
         super().__init__()
-        self.num_heads, self.head_dim = num_heads, d_model // num_heads
+        self.num_heads, self.head_dim = num_heads, d_model if head_width == "model" else d_model // num_heads
         self.dropout, self.position, self.span, self.causal = dropout, position, span, causal
+        self.sublayer = sublayer
         self.max_relative_position, self.segmented, self.bias_init = max_relative_position, segmented, bias_init
         # `key_dim`: the width of what keys and values are projected from when it is not d_model (cross-attention
         # over an encoder of another width: fairseq's kdim = vdim = encoder_embed_dim).
         key_dim = d_model if key_dim is None else key_dim
         role = "projection" if key_dim == d_model else "projection_unequal"
         draw = "pytorch" if position == "relative" else "xavier"  # 003's relative attention is never reset
-        self.query = with_003_draw(with_role(nn.Linear(d_model, d_model, bias=bias), role), draw)
-        self.key = with_003_draw(with_role(nn.Linear(key_dim, d_model, bias=bias), role), draw)
-        self.value = with_003_draw(with_role(nn.Linear(key_dim, d_model, bias=bias), role), draw)
-        self.out = with_003_draw(with_role(nn.Linear(d_model, d_model, bias=bias), "output"), draw)
+        inner = num_heads * self.head_dim
+        self.query = with_003_draw(with_role(nn.Linear(d_model, inner, bias=bias), role), draw)
+        self.key = with_003_draw(with_role(nn.Linear(key_dim, inner, bias=bias), role), draw)
+        self.value = with_003_draw(with_role(nn.Linear(key_dim, inner, bias=bias), role), draw)
+        self.out = with_003_draw(with_role(nn.Linear(inner, d_model, bias=bias), "output"), draw)
+        if sublayer == "prototype":
+            self.output_dropout, self.norm = Dropout(dropout), LayerNorm(d_model)
         if position == "t5_bias":
             self.relative_bias = nn.Parameter(torch.zeros(num_heads, 2 * span + 1))
         if position == "relative":
@@ -66,6 +85,20 @@ class Attention(nn.Module):
         if self.position == "shaw":
             for table in self._shaw_tables():
                 init.zeros_(table)
+        if self.sublayer == "prototype":
+            self._prototype_draw()
+
+    def _prototype_draw(self) -> None:
+        """The prototype's draws (fairseq/models/ctronn_attention.py L72-81), over whatever `init` drew: query, key
+        and value weights N(0, √(2 / (d_model + d_head))), the output weight Glorot-normal, every bias PyTorch's
+        `nn.Linear` U(±1/√fan_in)."""
+        for projection in (self.query, self.key, self.value):
+            init.normal_(projection.weight, mean=0.0, std=math.sqrt(2.0 / (projection.in_features + self.head_dim)))
+        init.xavier_normal_(self.out.weight)
+        for projection in (self.query, self.key, self.value, self.out):
+            if projection.bias is not None:
+                bound = 1 / math.sqrt(projection.in_features)
+                init.uniform_(projection.bias, -bound, bound)
 
     def _shaw_tables(self) -> list[nn.Parameter]:
         if self.segmented:
@@ -87,8 +120,16 @@ class Attention(nn.Module):
         """Self-attention of `x` (B, Lq, d), `mask` (B, Lq) marking its real positions, or attention from `x` over
         `memory`. With a `cache`, self-attention appends its keys and values to the slot and attends over all of
         them (`x` holds the last Lq positions only); `memory` is projected into the slot once, then reused. With a
-        `layout` (training), `x` is a flat tensor laid out by it and each sequence attends within itself.
+        `layout` (training), `x` is a flat tensor laid out by it and each sequence attends within itself. Under
+        `sublayer = "prototype"`: LayerNorm(x + dropout(that)).
         """
+        attended = self._attention(x, mask, memory, cache, layout)
+        if self.sublayer == "prototype":
+            return self.norm(self.output_dropout.add_to(x, attended))
+        return attended
+
+    def _attention(self, x: torch.Tensor, mask: torch.Tensor | None, memory: Memory | None,
+                   cache: CacheSlot | None, layout: Groups | Packed | None) -> torch.Tensor:
         if layout is not None:
             return self._grouped(x, memory, layout)
         if memory is None:
@@ -141,7 +182,8 @@ class Attention(nn.Module):
         return sequences if fits else None
 
     def _dropout(self) -> float:
-        return self.dropout if self.training else 0.0
+        """The drop probability of attention weights: none under the prototype's sub-layer, which drops the output."""
+        return self.dropout if self.training and self.sublayer != "prototype" else 0.0
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
         """Heads (B, H, Lq, d_head) attend over (B, H, Lk, d_head) with this layer's position terms and `key_mask`
