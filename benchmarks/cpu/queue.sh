@@ -5,6 +5,7 @@
 #
 #   bash benchmarks/cpu/queue.sh start ITEM SEED   ITEM: sa-jump sa-simple sa-turn-left sa-length lstm-jump lstm-simple
 #                                                        t000-simple t000-around-right ut-cutoff26 rut-cutoff26
+#                                                        t5-prototype-jump
 #   bash benchmarks/cpu/queue.sh pause | resume | status | stop
 #   bash benchmarks/cpu/queue.sh eval ITEM SEED    score the run on test (and on train for 002's exclusion rule)
 #   bash benchmarks/cpu/queue.sh start ref002-jump SEED   002's own train_test.py (../shared/reference), one epoch of
@@ -29,6 +30,7 @@ item() {  # ITEM -> "model recipe split extra-flags"
         t000-around-right) echo "transformer scan_000 template_around_right" ;;
         ut-cutoff26) echo "universal_transformer scan length_cutoff_26" ;;
         rut-cutoff26) echo "relative_universal_transformer scan length_cutoff_26" ;;
+        t5-prototype-jump) echo "sag_t5 scan addprim_jump --max-steps 4000 --set architecture={head_width=\"model\",attention_sublayer=\"prototype\",t5_bias_init=\"normal\"}" ;;
         *) echo "queue.sh: unknown item '$1' (see benchmarks/cpu/QUEUE.md)" >&2; exit 2 ;;
     esac
 }
