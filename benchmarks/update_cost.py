@@ -6,14 +6,15 @@ step) on real SCAN rows at the recipe's batch size and architecture; its median 
 timed between the updates of the same run (the machine is shared and noisy: the ratio is what compares across runs);
 the FLOP rate as a share of the matrix product's; and the profile's top operators by self time.
 
-Cases: 002's `syntactic_attention` (recipe scan, batch 1) as it runs now and with its LSTMs back on torch's oneDNN
-kernels (`sa-onednn`: the update before the unrolled cell and the one-node decoder loop, benchbuild.zoo.recurrent);
-`lstm_attention` (scan, batch 1) likewise (`lstm-onednn`: its 2-layer encoder one `nn.LSTM` call, its decoder one
+Cases: 002's `syntactic_attention` (recipe scan, batch 1) as it runs now, with its one-node loops' steps as torch
+operators (`sa-torch-loops`: before the compiled loops of benchbuild.zoo.recurrent_kernels) and with its LSTMs back on
+torch's oneDNN kernels (`sa-onednn`: the update before the unrolled cell and the one-node decoder loop);
+`lstm_attention` (scan, batch 1) likewise (`lstm-torch-loops`; `lstm-onednn`: its 2-layer encoder one `nn.LSTM` call, its decoder one
 `nn.LSTMCell` step at a time under plain autograd); the zoo `transformer` with 000's SCAN recipe (scan_000) and
 003's (scan), 003's `universal_transformer` and `relative_universal_transformer` (scan), batch 256.
 
 Run: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/update_cost.py [--updates 40]
-      [--cases sa,sa-onednn,lstm,lstm-onednn,t000,t003,ut,rut]
+      [--cases sa,sa-torch-loops,sa-onednn,lstm,lstm-torch-loops,lstm-onednn,t000,t003,ut,rut]
       [--profile]
 """
 
@@ -33,23 +34,34 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from benchbuild.training.tokenization import word_level_tokenizer
 from benchbuild.zoo import build_model, load_entry
-from benchbuild.zoo import lstm_attention, recurrent
+from benchbuild.zoo import lstm_attention, recurrent, recurrent_kernels
 from benchbuild.zoo.catalogue import resolved_architecture
 from benchbuild.zoo.recipe import resolve_recipe
 
 SHARED = Path(os.environ.get("BENCHBUILD_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 SCAN_TRAIN = SHARED / "data" / "scan" / "add_prim_split" / "tasks_train_addprim_jump.txt"
 
-CASES = {  # name: (entry, recipe, oneDNN LSTMs)
-    "sa": ("syntactic_attention", "scan", False),
-    "sa-onednn": ("syntactic_attention", "scan", True),
-    "lstm": ("lstm_attention", "scan", False),
-    "lstm-onednn": ("lstm_attention", "scan", True),
-    "t000": ("transformer", "scan_000", False),
-    "t003": ("transformer", "scan", False),
-    "ut": ("universal_transformer", "scan", False),
-    "rut": ("relative_universal_transformer", "scan", False),
+CASES = {  # name: (entry, recipe, the path: "now", "torch-loops" or "onednn")
+    "sa": ("syntactic_attention", "scan", "now"),
+    "sa-torch-loops": ("syntactic_attention", "scan", "torch-loops"),
+    "sa-onednn": ("syntactic_attention", "scan", "onednn"),
+    "lstm": ("lstm_attention", "scan", "now"),
+    "lstm-torch-loops": ("lstm_attention", "scan", "torch-loops"),
+    "lstm-onednn": ("lstm_attention", "scan", "onednn"),
+    "t000": ("transformer", "scan_000", "now"),
+    "t003": ("transformer", "scan", "now"),
+    "ut": ("universal_transformer", "scan", "now"),
+    "rut": ("relative_universal_transformer", "scan", "now"),
 }
+PATHS = {"now": contextlib.nullcontext, "torch-loops": lambda: torch_loops(), "onednn": lambda: onednn_lstms()}
+
+
+@contextlib.contextmanager
+def torch_loops():
+    """The one-node recurrences with their steps as torch operators (benchbuild.zoo.recurrent before the compiled
+    loops of recurrent_kernels, 2026-12-05): what a GPU and batches of more than a few rows still run."""
+    with mock.patch.object(recurrent_kernels, "uses_kernels", lambda *tensors: False):
+        yield
 
 
 @contextlib.contextmanager
@@ -152,7 +164,7 @@ def matmul_seconds(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def measure(case: str, updates: int, profile: bool) -> dict:
     update, batch, parameters = make_update(case)
-    patch = onednn_lstms() if CASES[case][2] else contextlib.nullcontext()
+    patch = PATHS[CASES[case][2]]()
     a, b = torch.randn(512, 512), torch.randn(512, 512)
     with patch:
         for index in range(3):  # warm-up
@@ -199,10 +211,11 @@ def main() -> None:
               f"{result['ratio']:>9.1f} {result['gflop']:>8.3f} {100 * result['share']:>12.1f}%")
         if result["top"]:
             print("           top: " + "; ".join(result["top"]))
-    for now, before, name in (("sa", "sa-onednn", "syntactic_attention"), ("lstm", "lstm-onednn", "lstm_attention")):
-        if now in results and before in results:
-            print(f"{name}: oneDNN / now = {results[before]['ratio'] / results[now]['ratio']:.2f}x "
-                  "(ratios to the same run's matmul)")
+    for model, name in (("sa", "syntactic_attention"), ("lstm", "lstm_attention")):
+        for before in ("onednn", "torch-loops"):
+            if model in results and f"{model}-{before}" in results:
+                print(f"{name}: {before} / now = {results[f'{model}-{before}']['ratio'] / results[model]['ratio']:.2f}x "
+                      "(ratios to the same run's matmul)")
 
 
 if __name__ == "__main__":

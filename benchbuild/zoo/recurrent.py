@@ -20,6 +20,8 @@ from torch.autograd.function import once_differentiable
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 from transformers import initialization as init
 
+from benchbuild.zoo import recurrent_kernels as kernels
+
 
 
 def _float32_under_autocast(forward):
@@ -123,6 +125,13 @@ class LSTMLayer(torch.autograd.Function):
         outputs = projected.new_zeros(batch, length, hidden)
         previous_states, previous_cells = torch.empty_like(outputs), torch.empty_like(outputs)
         activations, cell_tanhs = torch.empty_like(projected), torch.empty_like(outputs)
+        if kernels.uses_kernels(biased, weight_hh) and (keep is None or keep.dtype == biased.dtype):
+            rows = (biased if keep is None else keep)[:, :, 0]
+            kernels.lstm_layer_forward(
+                kernels.as_array(biased), kernels.as_array(weight_hh), kernels.as_array(rows), keep is not None,
+                reverse, *(kernels.as_array(tensor) for tensor in (outputs, previous_states, previous_cells,
+                                                                   activations, cell_tanhs, state, cell)))
+            order = ()  # the loop below has nothing left to do
         for position in order:
             previous_states[:, position], previous_cells[:, position] = state, cell
             gates = torch.addmm(biased[:, position], state, weight_hh.t())
@@ -160,6 +169,16 @@ class LSTMLayer(torch.autograd.Function):
         grad_gates = torch.empty_like(activations)
         grad_state = torch.zeros_like(previous_states[:, 0]) if grad_state is None else grad_state
         grad_cell = torch.zeros_like(previous_cells[:, 0]) if grad_cell is None else grad_cell
+        if kernels.uses_kernels(grad_gates, weight_hh, grad_outputs, grad_state, grad_cell) \
+                and (keep is None or keep.dtype == grad_gates.dtype):
+            grad_state, grad_cell = grad_state.clone(memory_format=torch.contiguous_format), \
+                grad_cell.clone(memory_format=torch.contiguous_format)
+            rows = (factors if keep is None else keep)[:, :, 0]
+            kernels.lstm_layer_backward(
+                kernels.as_array(weight_hh), kernels.as_array(rows), keep is not None, ctx.reverse,
+                *(kernels.as_array(tensor) for tensor in (factors, through, gate_forget, grad_outputs, grad_state,
+                                                          grad_cell, grad_gates)))
+            order = ()  # the loop below has nothing left to do
         for position in order:
             grad_new_state = grad_state + grad_outputs[:, position]
             grad_new_cell = grad_cell
@@ -343,6 +362,25 @@ class AttentionLoop(torch.autograd.Function):
     def forward(ctx, keys, mask, initial_query, weight_ih, bias_ih, weight_hh, bias_hh, steps: int):
         batch, hidden = keys.size(0), weight_hh.size(1)
         masked = ~mask.bool()
+        ctx.steps = steps
+        if kernels.uses_kernels(keys, initial_query, weight_ih, weight_hh):
+            keys = keys.contiguous()
+            queries = keys.new_empty(batch, steps, hidden)
+            alphas = keys.new_empty(batch, steps, keys.size(1))
+            cells_before = max(steps - 1, 0)
+            contexts, cells, cell_tanhs = (keys.new_empty(batch, cells_before, width)
+                                           for width in (keys.size(2), hidden, hidden))
+            activations = keys.new_empty(batch, cells_before, 4 * hidden)
+            arrays = [kernels.as_array(tensor) for tensor in (queries, alphas, contexts, cells, activations, cell_tanhs)]
+            kernels.attention_loop_forward(kernels.as_array(keys), kernels.as_array(masked),
+                                           kernels.as_array(initial_query), kernels.as_array(weight_ih),
+                                           kernels.as_array(bias_ih + bias_hh), kernels.as_array(weight_hh), steps,
+                                           *arrays)
+            if steps == 1:
+                contexts = cells = activations = cell_tanhs = keys.new_zeros(batch, 0, 1)
+            ctx.save_for_backward(keys, weight_ih, weight_hh, queries, alphas, contexts, cells, activations,
+                                  cell_tanhs)
+            return alphas.clone()
         queries, alphas, contexts, cells, activations, cell_tanhs = [initial_query], [], [], [], [], []
         hidden_state = cell = None
         for step in range(steps):
@@ -367,7 +405,6 @@ class AttentionLoop(torch.autograd.Function):
             activations.append(torch.cat([gate_in, gate_forget, cell_input, gate_out], dim=-1))
             cell_tanhs.append(cell_tanh)
             queries.append(hidden_state)
-        ctx.steps = steps
         ctx.save_for_backward(keys, weight_ih, weight_hh, torch.stack(queries, 1), torch.stack(alphas, 1),
                               *(torch.stack(saved, 1) if saved else keys.new_zeros(batch, 0, 1)
                                 for saved in (contexts, cells, activations, cell_tanhs)))
@@ -381,8 +418,15 @@ class AttentionLoop(torch.autograd.Function):
         grad_queries = torch.zeros_like(queries)
         grad_contexts = torch.zeros_like(contexts) if steps > 1 else None
         grad_gates = torch.zeros_like(activations) if steps > 1 else None
-        grad_alphas = grad_alphas.clone()
+        grad_alphas = grad_alphas.contiguous().clone()
         grad_hidden = grad_cell = None
+        if kernels.uses_kernels(keys, grad_alphas, weight_ih, weight_hh):
+            empty = keys.new_zeros(keys.size(0), 0, 1)
+            kernels.attention_loop_backward(
+                *(kernels.as_array(tensor) for tensor in (keys, weight_ih, weight_hh, alphas, cells, activations,
+                                                          cell_tanhs, grad_alphas, grad_queries)),
+                *(kernels.as_array(tensor if tensor is not None else empty) for tensor in (grad_contexts, grad_gates)))
+            steps = 0  # the loop below has nothing left to do
         for step in range(steps - 1, -1, -1):
             if step + 1 < steps:
                 # the cell that made h_{step+1}: its gradient from the next query and from the gates that read it
@@ -408,6 +452,7 @@ class AttentionLoop(torch.autograd.Function):
             grad_alphas[:, step] = grad_scores
             grad_queries[:, step] += torch.bmm(grad_scores[:, None], keys)[:, 0]
         # grad_alphas now holds the gradient of the scores: keys get it through the queries and through the contexts
+        steps = ctx.steps
         grad_keys = torch.bmm(grad_alphas.transpose(1, 2), queries)
         grad_weight_ih = grad_bias = grad_weight_hh = None  # one step reads no cell
         if steps > 1:

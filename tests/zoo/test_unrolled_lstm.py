@@ -14,19 +14,35 @@ from benchbuild.zoo.recurrent import AttentionLoop, dot_attention, unrolled_lstm
 LENGTHS = [6, 2, 4, 1]
 
 
-def padded_batch(width: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    mask = (torch.arange(max(LENGTHS))[None, :] < torch.tensor(LENGTHS)[:, None]).long()
-    inputs = torch.randn(len(LENGTHS), max(LENGTHS), width, generator=generator, dtype=torch.float64)
+def padded_batch(width: int, generator: torch.Generator, lengths: list[int] = LENGTHS) -> tuple[torch.Tensor,
+                                                                                                torch.Tensor]:
+    mask = (torch.arange(max(lengths))[None, :] < torch.tensor(lengths)[:, None]).long()
+    inputs = torch.randn(len(lengths), max(lengths), width, generator=generator, dtype=torch.float64)
     return inputs * mask[:, :, None], mask
 
 
+@pytest.fixture(params=["compiled", "torch"])
+def loops(request, monkeypatch):
+    """Each test of a one-node loop runs twice: its steps as the compiled loops of `recurrent_kernels` (the CPU at a
+    batch of a few rows) and as torch operators (other devices, larger batches)."""
+    from benchbuild.zoo import recurrent_kernels
+
+    used = []
+    real = recurrent_kernels.uses_kernels
+    monkeypatch.setattr(recurrent_kernels, "uses_kernels",
+                        lambda *tensors: used.append(request.param == "compiled" and real(*tensors)) or used[-1])
+    yield request.param
+    assert any(used) == (request.param == "compiled")
+
+
+@pytest.mark.parametrize("lengths", [LENGTHS, [5]], ids=["padded", "one-row"])
 @pytest.mark.parametrize("bidirectional", [False, True])
-def test_unrolled_lstm_equals_torch_packed_lstm_values_and_gradients(bidirectional):
+def test_unrolled_lstm_equals_torch_packed_lstm_values_and_gradients(bidirectional, lengths, loops):
     generator = torch.Generator().manual_seed(0)
     lstm = nn.LSTM(5, 7, batch_first=True, bidirectional=bidirectional).double()
-    inputs, mask = padded_batch(5, generator)
+    inputs, mask = padded_batch(5, generator, lengths)
     inputs.requires_grad_(True)
-    packed = pack_padded_sequence(inputs, torch.tensor(LENGTHS), batch_first=True, enforce_sorted=False)
+    packed = pack_padded_sequence(inputs, torch.tensor(lengths), batch_first=True, enforce_sorted=False)
     expected, (expected_h, expected_c) = lstm(packed)
     expected, _ = pad_packed_sequence(expected, batch_first=True, total_length=inputs.size(1))
     output, (final, cell) = unrolled_lstm(lstm, inputs, mask)
@@ -53,7 +69,7 @@ def step_by_step(keys, mask, query, lstm: nn.LSTM, steps: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("steps", [1, 2, 9])
-def test_attention_loop_equals_the_step_by_step_loop_values_and_gradients(steps):
+def test_attention_loop_equals_the_step_by_step_loop_values_and_gradients(steps, loops):
     generator = torch.Generator().manual_seed(1)
     lstm = nn.LSTM(6, 6, batch_first=True).double()
     keys, mask = padded_batch(6, generator)
