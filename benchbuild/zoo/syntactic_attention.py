@@ -105,11 +105,6 @@ class SyntacticAttentionForSeq2Seq(ZooSeq2SeqModel):
                                     dropout=between_layers)  # g, the decoder's rnn
         self.output = nn.Linear(config.d_semantic, config.vocab_size)  # f in Eq. 1, the decoder's out
         self.dropout = Dropout(config.dropout)
-        scored = torch.ones(config.vocab_size, dtype=torch.bool)
-        if config.output_tokens is not None:
-            scored = torch.zeros(config.vocab_size, dtype=torch.bool)
-            scored[torch.tensor(config.output_tokens, dtype=torch.long)] = True
-        self.register_buffer("scored", scored, persistent=False)  # from the config: no weight of its own
         self.post_init()
 
     @torch.no_grad()
@@ -214,7 +209,14 @@ class SyntacticAttentionForSeq2Seq(ZooSeq2SeqModel):
         logits = self.output(torch.einsum("btl,bld->btd", weights, encoding.translation))
         if self.config.output_tokens is None:
             return logits
-        return logits.masked_fill(~self.scored, torch.finfo(logits.dtype).min)
+        return logits.masked_fill(~self.scored(logits.device), torch.finfo(logits.dtype).min)
+
+    def scored(self, device: torch.device) -> torch.Tensor:
+        """Which logits the softmax runs over (vocab_size,): the config's output_tokens. Made from the config at each
+        call, never a buffer: `from_pretrained` builds a model on the meta device and leaves a buffer that is not in
+        the checkpoint uninitialised (a resumed or evaluated run then scored garbage tokens)."""
+        scored = torch.zeros(self.config.vocab_size, dtype=torch.bool, device=device)
+        return scored.index_fill_(0, torch.tensor(self.config.output_tokens, dtype=torch.long, device=device), True)
 
     def forward(self, input_ids: torch.LongTensor | None = None, attention_mask: torch.Tensor | None = None,
                 decoder_input_ids: torch.LongTensor | None = None, labels: torch.LongTensor | None = None,

@@ -82,3 +82,25 @@ def test_prediction_reads_the_translation_stream_only_through_attention():
     torch.testing.assert_close(flat[0, 0], expected)
     torch.testing.assert_close(flat[0, 1], expected)
     assert not torch.allclose(logits[0, 0], expected)
+
+
+def test_a_saved_model_scores_the_same_tokens_when_loaded(tmp_path):
+    """`output_vocabulary = "targets"`: the logits outside the output tokens are the dtype's lowest, in the model that
+    trained and in the one `load_model` reads back from its folder (what a resumed run and `eval` decode with), so
+    the two give the same logits. (A buffer made in __init__ came back uninitialised from `from_pretrained`, and a
+    resumed run's first loss was inf.)"""
+    from benchbuild.zoo.loading import load_model
+
+    tokens = [1, 2, 5, 7, 11, 13]
+    model = zoo_network(load_entry("syntactic_attention"), VOCAB, output_vocabulary="targets",
+                        output_tokens=tokens).eval()
+    model.save_pretrained(tmp_path)
+    loaded = load_model(tmp_path).eval()
+    ids = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
+    labels = torch.tensor([[7, 11, 2], [13, 2, -100]])
+    with torch.no_grad():
+        logits, reloaded = (network(input_ids=ids, attention_mask=ids.ne(PAD).long(), labels=labels).logits
+                            for network in (model, loaded))
+    lowest = torch.finfo(logits.dtype).min
+    assert torch.equal((logits > lowest).any(dim=(0, 1)).nonzero().flatten(), torch.tensor(tokens))
+    assert torch.equal(logits, reloaded)
