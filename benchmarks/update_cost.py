@@ -121,8 +121,9 @@ def scan_rows(count: int) -> tuple[list[str], list[str]]:
     return sources, targets
 
 
-def make_update(case: str):
-    """The update of `case` on its recipe's batch, cycling through real rows: a function of the update's index."""
+def make_update(case: str, compile_model: bool = False):
+    """The update of `case` on its recipe's batch, cycling through real rows: a function of the update's index; with
+    `compile_model`, the forward pass through `torch.compile(network)` (benchmarks/compile_cost.py)."""
     name, family, _ = CASES[case]
     entry = load_entry(name)
     recipe = resolve_recipe(entry.recipes, family)
@@ -134,6 +135,7 @@ def make_update(case: str):
                           bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                           overrides=architecture).train()
     optimizer = torch.optim.AdamW(network.parameters(), lr=recipe.learning_rate, weight_decay=0.0, fused=True)
+    forward = torch.compile(network) if compile_model else network
     batches = []
     for start in range(0, len(sources), recipe.batch_size):
         encoded = tokenizer(sources[start:start + recipe.batch_size], padding=True, return_tensors="pt")
@@ -145,7 +147,7 @@ def make_update(case: str):
 
     def update(index: int) -> None:
         input_ids, mask, labels = batches[index % len(batches)]
-        loss = network(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+        loss = forward(input_ids=input_ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         if recipe.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(network.parameters(), recipe.grad_clip)
