@@ -5,7 +5,7 @@
 #
 #   bash benchmarks/cpu/queue.sh start ITEM SEED   ITEM: sa-jump sa-simple sa-turn-left sa-length lstm-jump lstm-simple
 #                                                        t000-simple t000-around-right ut-cutoff26 rut-cutoff26
-#                                                        t5-prototype-jump
+#                                                        t5-prototype-jump sa-mt
 #   bash benchmarks/cpu/queue.sh pause | resume | status | stop
 #   bash benchmarks/cpu/queue.sh eval ITEM SEED    score the run on test (and on train for 002's exclusion rule)
 #   bash benchmarks/cpu/queue.sh start ref002-jump SEED   002's own train_test.py (../shared/reference), one epoch of
@@ -30,12 +30,26 @@ item() {  # ITEM -> "model recipe split extra-flags"
         t000-around-right) echo "transformer scan_000 template_around_right" ;;
         ut-cutoff26) echo "universal_transformer scan length_cutoff_26" ;;
         rut-cutoff26) echo "relative_universal_transformer scan length_cutoff_26" ;;
+        sa-mt) echo "syntactic_attention mt lake-baroni-002" ;;
         t5-prototype-jump) echo "sag_t5 scan addprim_jump --max-steps 4000 --set architecture={head_width=\"model\",attention_sublayer=\"prototype\",t5_bias_init=\"normal\"}" ;;
         *) echo "queue.sh: unknown item '$1' (see benchmarks/cpu/QUEUE.md)" >&2; exit 2 ;;
     esac
 }
 
 # 002's own code, run as it is, beside ours: does a seed of theirs train as often as ours (benchmarks/cpu/QUEUE.md)?
+# An item's data: a SCAN split built under out/scan, or lake-baroni-002, 002's English-French files imported
+# (`benchbuild import syntactic_attention_mt`) into out/lake-baroni-002.
+data_of() {  # SPLIT -> the benchmark folder, built or imported when missing
+    if [ "$1" = lake-baroni-002 ]; then
+        [ -d out/lake-baroni-002 ] || "$BIN/benchbuild" import syntactic_attention_mt \
+            ../shared/reference/syntactic_attention/data/MT --out out/lake-baroni-002 >/dev/null
+        echo out/lake-baroni-002
+    else
+        "$BIN/benchbuild" build-scan --out out/scan --split "$1" >/dev/null
+        echo "out/scan/$1"
+    fi
+}
+
 reference_002() {  # SEED
     local ref run root
     ref="$(cd ../shared/reference/syntactic_attention && pwd)"
@@ -74,22 +88,23 @@ case "${1:-status}" in
         fi
         [ $# -eq 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
         read -r model recipe split flags <<<"$(item "$2")"
-        "$BIN/benchbuild" build-scan --out out/scan --split "$split" >/dev/null
+        data="$(data_of "$split")"
         run="$OUT/$2/seed$3"
         mkdir -p "$OUT/$2"
         # nice alone does not lower a process against another autogroup's under the kernel's scheduler: its autogroup
         # gets nice 19 too (benchmarks/RESULTS.md, "Test suite").
         (OMP_NUM_THREADS=1 setsid nohup bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' \
-            queue "$BIN/benchbuild" train --model "$model" --recipe "$recipe" --data "out/scan/$split" --out "$run" \
+            queue "$BIN/benchbuild" train --model "$model" --recipe "$recipe" --data "$data" --out "$run" \
             --seed "$3" --device cpu $flags >>"$run.log" 2>&1 &)
         echo "started $2 seed $3: $run (log $run.log)" ;;
     eval)
         [ $# -eq 3 ] || { echo "usage: queue.sh eval ITEM SEED" >&2; exit 2; }
         read -r model recipe split flags <<<"$(item "$2")"
         run="$OUT/$2/seed$3"
-        OMP_NUM_THREADS=1 "$BIN/benchbuild" eval --run "$run" --data "out/scan/$split" --device cpu
-        if [ "$model" = syntactic_attention ]; then
-            OMP_NUM_THREADS=1 "$BIN/benchbuild" eval --run "$run" --data "out/scan/$split" --split train --device cpu \
+        data="$(data_of "$split")"
+        OMP_NUM_THREADS=1 "$BIN/benchbuild" eval --run "$run" --data "$data" --device cpu
+        if [ "$model" = syntactic_attention ] && [ "$recipe" = scan ]; then
+            OMP_NUM_THREADS=1 "$BIN/benchbuild" eval --run "$run" --data "$data" --split train --device cpu \
                 --out "$run/train-eval"
         fi ;;
     # (002's own code and the action-loss experiment: they do not resume; a stopped one starts again)
