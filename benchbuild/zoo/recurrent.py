@@ -8,7 +8,10 @@ parameters are the `nn.LSTM`'s own, so checkpoints and the authors' code read th
 PyTorch's LSTM cell (gates i, f, g, o), equal to oneDNN's to float rounding (tests/zoo/test_unrolled_lstm.py). Stacked
 layers run one by one, with the dropout between them drawn exactly as `nn.LSTM` draws it (`stacked_lstm`), so that a
 seed gives the masks it gave before. The decoder loops (`AttentionLoop`, `AttentiveDecoder`) are one autograd node
-each, backward written out, so that a weight's gradient is one product over all steps.
+each, backward written out, so that a weight's gradient is one product over all steps. On the CPU, at a batch of a
+few rows (002's protocol trains with one), the steps of these nodes run as compiled loops
+(`benchbuild.zoo.recurrent_kernels`: the same arithmetic, no operator dispatch per step); elsewhere as the torch
+operators written here.
 """
 
 from __future__ import annotations
@@ -274,6 +277,15 @@ class AttentiveDecoder(torch.autograd.Function):
         activations = embedded.new_empty(steps, batch, 4 * width)
         cell_tanhs = embedded.new_empty(steps, batch, width)
         alphas = []
+        if kernels.uses_kernels(embedded, keys, weight_ih, weight_hh):
+            alphas = embedded.new_empty(steps, batch, keys.size(1))
+            kernels.attentive_decoder_forward(
+                *(kernels.as_array(tensor) for tensor in (projected, keys, ~mask.bool(), weight_context, weight_hh,
+                                                          outputs, cells, activations, cell_tanhs, alphas)))
+            ctx.set_materialize_grads(False)
+            ctx.save_for_backward(embedded, keys, weight_ih, weight_hh, outputs, cells, activations, cell_tanhs,
+                                  alphas)
+            return outputs[1:].transpose(0, 1), alphas.transpose(0, 1)
         for step in range(steps):
             gates = torch.addmm(projected[step], outputs[step, :, width:], weight_context.t())
             gates.addmm_(outputs[step, :, :width], weight_hh.t())
@@ -319,7 +331,17 @@ class AttentiveDecoder(torch.autograd.Function):
         grad_gates = torch.empty_like(activations)
         grad_scores = torch.empty_like(alphas)
         grad_cell = None
-        for step in range(steps - 1, -1, -1):
+        if kernels.uses_kernels(keys, weight_ih, weight_hh, grad_read):
+            given = grad_alphas is not None
+            kernels.attentive_decoder_backward(
+                *(kernels.as_array(tensor) for tensor in (keys, weight_context, weight_hh, alphas, factors, through,
+                                                          gate_forget, grad_read)),
+                kernels.as_array(grad_alphas if given else alphas), given, kernels.as_array(grad_gates),
+                kernels.as_array(grad_scores))
+            steps_left = 0  # the loop below has nothing left to do
+        else:
+            steps_left = steps
+        for step in range(steps_left - 1, -1, -1):
             grad_state, grad_context = grad_read[step].split(width, dim=-1)
             if step + 1 < steps:
                 grad_state.addmm_(grad_gates[step + 1], weight_hh)

@@ -200,3 +200,79 @@ def lstm_layer_backward(weight_hh, keep, has_keep, reverse, factors, through, ga
                 else:
                     grad_state[b, k] = back[k]
                     grad_cell[b, k] = grad_c[k] * gate_forget[b, position, k]
+
+
+@njit(cache=True, nogil=True)
+def attentive_decoder_forward(projected, keys, masked, weight_context, weight_hh, outputs, cells, activations,
+                              cell_tanhs, alphas):
+    """`AttentiveDecoder.forward`'s steps for each row, time-major as it keeps them: `projected` (T, B, 4W) the
+    embeddings' share of the gates with both biases; fills outputs (T + 1, B, 2W; [s_t; c_t], zeros in), cells
+    (T + 1, B, W; zeros in), activations [σ(i), σ(f), tanh(g), σ(o)] (T, B, 4W), cell_tanhs (T, B, W) and alphas
+    (T, B, L)."""
+    steps, batch = projected.shape[0], projected.shape[1]
+    width, length = weight_hh.shape[1], keys.shape[1]
+    for b in range(batch):
+        for step in range(steps):
+            gates = projected[step, b] + np.dot(weight_context, outputs[step, b, width:])
+            gates += np.dot(weight_hh, outputs[step, b, :width])
+            for k in range(width):
+                gate_in = _sigmoid(gates[k])
+                gate_forget = _sigmoid(gates[width + k])
+                cell_input = np.tanh(gates[2 * width + k])
+                gate_out = _sigmoid(gates[3 * width + k])
+                cell = gate_forget * cells[step, b, k] + gate_in * cell_input
+                cell_tanh = np.tanh(cell)
+                activations[step, b, k] = gate_in
+                activations[step, b, width + k] = gate_forget
+                activations[step, b, 2 * width + k] = cell_input
+                activations[step, b, 3 * width + k] = gate_out
+                cells[step + 1, b, k] = cell
+                cell_tanhs[step, b, k] = cell_tanh
+                outputs[step + 1, b, k] = gate_out * cell_tanh
+            scores = np.dot(keys[b], outputs[step + 1, b, :width])
+            top = -np.inf
+            for j in range(length):
+                if not masked[b, j] and scores[j] > top:
+                    top = scores[j]
+            total = scores[0] - scores[0]
+            for j in range(length):
+                if masked[b, j]:
+                    alphas[step, b, j] = 0
+                else:
+                    alphas[step, b, j] = np.exp(scores[j] - top)
+                    total += alphas[step, b, j]
+            for j in range(length):
+                alphas[step, b, j] /= total
+            outputs[step + 1, b, width:] = np.dot(alphas[step, b], keys[b])
+
+
+@njit(cache=True, nogil=True)
+def attentive_decoder_backward(keys, weight_context, weight_hh, alphas, factors, through, gate_forget, grad_read,
+                               grad_alphas, has_grad_alphas, grad_gates, grad_scores):
+    """`AttentiveDecoder.backward`'s steps for each row, last to first, time-major: `grad_read` (T, B, 2W), the
+    gradient of each [s_t; c_t] from the outputs, gains in place what step t + 1's gates send back (its context half
+    is then the contexts' whole gradient, which the keys' gradient reads); `grad_alphas` (T, B, L) is read where
+    `has_grad_alphas`; fills grad_gates (T, B, 4W) and the scores' gradient grad_scores (T, B, L)."""
+    steps, batch = alphas.shape[0], alphas.shape[1]
+    width = weight_hh.shape[1]
+    for b in range(batch):
+        grad_cell = np.zeros(width, dtype=keys.dtype)
+        for step in range(steps - 1, -1, -1):
+            if step + 1 < steps:
+                grad_read[step, b, :width] += np.dot(grad_gates[step + 1, b], weight_hh)
+                grad_read[step, b, width:] += np.dot(grad_gates[step + 1, b], weight_context)
+            grad_alpha = np.dot(keys[b], grad_read[step, b, width:])
+            if has_grad_alphas:
+                grad_alpha += grad_alphas[step, b]
+            alpha = alphas[step, b]
+            weighted = np.dot(alpha, grad_alpha)
+            for j in range(alpha.shape[0]):
+                grad_scores[step, b, j] = alpha[j] * (grad_alpha[j] - weighted)
+            grad_state = grad_read[step, b, :width] + np.dot(grad_scores[step, b], keys[b])
+            for k in range(width):
+                grad_cell[k] = grad_state[k] * through[step, b, k] + (grad_cell[k] if step + 1 < steps else 0)
+                grad_gates[step, b, k] = grad_cell[k] * factors[step, b, k]
+                grad_gates[step, b, width + k] = grad_cell[k] * factors[step, b, width + k]
+                grad_gates[step, b, 2 * width + k] = grad_cell[k] * factors[step, b, 2 * width + k]
+                grad_gates[step, b, 3 * width + k] = grad_state[k] * factors[step, b, 3 * width + k]
+                grad_cell[k] = grad_cell[k] * gate_forget[step, b, k]

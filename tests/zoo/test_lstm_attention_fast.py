@@ -62,7 +62,7 @@ def decoder_case(steps: int, embedding: int = 5, width: int = 6, seed: int = 0):
 
 
 @pytest.mark.parametrize("steps", [1, 2, 7])
-def test_attentive_decoder_equals_the_step_by_step_loop_values_and_gradients(steps):
+def test_attentive_decoder_equals_the_step_by_step_loop_values_and_gradients(steps, loops):
     cell, embedded, keys, mask, generator = decoder_case(steps)
     expected = step_by_step_decoder(cell, embedded, keys, mask)
     got = attentive_decoder(cell, embedded, keys, mask)
@@ -85,14 +85,14 @@ def test_attentive_decoder_equals_the_step_by_step_loop_values_and_gradients(ste
             torch.testing.assert_close(grad, want, rtol=0, atol=1e-10, msg=lambda message: f"{name}: {message}")
 
 
-def test_attentive_decoder_passes_gradcheck():
+def test_attentive_decoder_passes_gradcheck(loops):
     cell, embedded, keys, mask, _ = decoder_case(steps=3, embedding=3, width=4, seed=1)
     parameters = [cell.weight_ih, cell.bias_ih, cell.weight_hh, cell.bias_hh]
     assert torch.autograd.gradcheck(lambda e, k, *p: AttentiveDecoder.apply(e, k, mask, *p),
                                     (embedded, keys, *parameters))
 
 
-def test_attentive_decoder_without_padding_and_under_no_grad():
+def test_attentive_decoder_without_padding_and_under_no_grad(loops):
     cell, embedded, keys, _, _ = decoder_case(steps=4)
     mask = torch.ones(keys.shape[:2], dtype=torch.long)
     expected = step_by_step_decoder(cell, embedded, keys, mask)

@@ -21,20 +21,6 @@ def padded_batch(width: int, generator: torch.Generator, lengths: list[int] = LE
     return inputs * mask[:, :, None], mask
 
 
-@pytest.fixture(params=["compiled", "torch"])
-def loops(request, monkeypatch):
-    """Each test of a one-node loop runs twice: its steps as the compiled loops of `recurrent_kernels` (the CPU at a
-    batch of a few rows) and as torch operators (other devices, larger batches)."""
-    from benchbuild.zoo import recurrent_kernels
-
-    used = []
-    real = recurrent_kernels.uses_kernels
-    monkeypatch.setattr(recurrent_kernels, "uses_kernels",
-                        lambda *tensors: used.append(request.param == "compiled" and real(*tensors)) or used[-1])
-    yield request.param
-    assert any(used) == (request.param == "compiled")
-
-
 @pytest.mark.parametrize("lengths", [LENGTHS, [5]], ids=["padded", "one-row"])
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_unrolled_lstm_equals_torch_packed_lstm_values_and_gradients(bidirectional, lengths, loops):
