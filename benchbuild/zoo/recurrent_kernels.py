@@ -39,32 +39,35 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _masked_softmax(scores, masked, out):
+    """out = softmax(scores) over the positions `masked` does not mark (0 at those), as torch's masked_fill(-inf) and
+    softmax compute it: the largest unmasked score subtracted first."""
+    top = -np.inf
+    for j in range(scores.shape[0]):
+        if not masked[j] and scores[j] > top:
+            top = scores[j]
+    total = scores[0] - scores[0]
+    for j in range(scores.shape[0]):
+        out[j] = 0 if masked[j] else np.exp(scores[j] - top)
+        total += out[j]
+    for j in range(scores.shape[0]):
+        out[j] /= total
+
+
 @njit(cache=True, nogil=True)
 def attention_loop_forward(keys, masked, initial_query, weight_ih, bias, weight_hh, steps, queries, alphas, contexts,
                            cells, activations, cell_tanhs):
     """`AttentionLoop.forward`'s steps for each row: fills queries (B, steps, H; [:, 0] the initial query), alphas
     (B, steps, L) and, for the steps a cell follows, contexts (B, steps-1, D), cells (the memory cell before the step),
     activations ([σ(i), σ(f), tanh(g), σ(o)], B, steps-1, 4H) and cell_tanhs. `bias` is bias_ih + bias_hh."""
-    batch, length = masked.shape
+    batch = masked.shape[0]
     hidden = weight_hh.shape[1]
     for b in range(batch):
         queries[b, 0] = initial_query[b]
         cell = np.zeros(hidden, dtype=keys.dtype)
         for step in range(steps):
-            scores = np.dot(keys[b], queries[b, step])
-            top = -np.inf
-            for j in range(length):
-                if not masked[b, j] and scores[j] > top:
-                    top = scores[j]
-            total = scores[0] - scores[0]
-            for j in range(length):
-                if masked[b, j]:
-                    alphas[b, step, j] = 0
-                else:
-                    alphas[b, step, j] = np.exp(scores[j] - top)
-                    total += alphas[b, step, j]
-            for j in range(length):
-                alphas[b, step, j] /= total
+            _masked_softmax(np.dot(keys[b], queries[b, step]), masked[b], alphas[b, step])
             if step + 1 == steps:
                 break
             context = np.dot(alphas[b, step], keys[b])
@@ -210,7 +213,7 @@ def attentive_decoder_forward(projected, keys, masked, weight_context, weight_hh
     (T + 1, B, W; zeros in), activations [σ(i), σ(f), tanh(g), σ(o)] (T, B, 4W), cell_tanhs (T, B, W) and alphas
     (T, B, L)."""
     steps, batch = projected.shape[0], projected.shape[1]
-    width, length = weight_hh.shape[1], keys.shape[1]
+    width = weight_hh.shape[1]
     for b in range(batch):
         for step in range(steps):
             gates = projected[step, b] + np.dot(weight_context, outputs[step, b, width:])
@@ -229,20 +232,7 @@ def attentive_decoder_forward(projected, keys, masked, weight_context, weight_hh
                 cells[step + 1, b, k] = cell
                 cell_tanhs[step, b, k] = cell_tanh
                 outputs[step + 1, b, k] = gate_out * cell_tanh
-            scores = np.dot(keys[b], outputs[step + 1, b, :width])
-            top = -np.inf
-            for j in range(length):
-                if not masked[b, j] and scores[j] > top:
-                    top = scores[j]
-            total = scores[0] - scores[0]
-            for j in range(length):
-                if masked[b, j]:
-                    alphas[step, b, j] = 0
-                else:
-                    alphas[step, b, j] = np.exp(scores[j] - top)
-                    total += alphas[step, b, j]
-            for j in range(length):
-                alphas[step, b, j] /= total
+            _masked_softmax(np.dot(keys[b], outputs[step + 1, b, :width]), masked[b], alphas[step, b])
             outputs[step + 1, b, width:] = np.dot(alphas[step, b], keys[b])
 
 
