@@ -97,6 +97,7 @@ def test_engine_options_are_checked_before_work(parameters, message):
 
 def test_unreachable_scheduler_is_one_clear_error():
     import dask
+    import distributed  # noqa: F401  (its defaults first: a set of a missing section drops the whole section on exit)
 
     with dask.config.set({"distributed.comm.timeouts.connect": "2s"}), pytest.raises(BenchbuildError, match="could not reach the Dask scheduler at --scheduler tcp://127.0.0.1:9"):
         with open_engine(EngineParameters(engine="dask", scheduler="tcp://127.0.0.1:9")):

@@ -137,6 +137,7 @@ def test_a_dask_rerun_reuses_complete_members_and_retrains_the_missing_one(react
 
 def test_an_unreachable_scheduler_fails_before_the_first_stage(react_arguments, tmp_path, capsys):
     import dask
+    import distributed  # noqa: F401  (its defaults first: a set of a missing section drops the whole section on exit)
 
     with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):  # Dask's own setting; 30 s by default
         assert run(tmp_path, *react_arguments, "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9") == 1
