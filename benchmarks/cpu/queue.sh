@@ -4,8 +4,8 @@
 # checkpoint or resume point). At most two at once on a 2-core machine; pause them for any timing or test run.
 #
 #   bash benchmarks/cpu/queue.sh start ITEM SEED   ITEM: sa-jump sa-simple sa-turn-left sa-length lstm-jump lstm-simple
-#                                                        t000-simple t000-around-right ut-cutoff26 rut-cutoff26
-#                                                        t5-prototype-jump sa-mt
+#                                                        lstm-turn-left lstm-length t000-simple t000-around-right
+#                                                        ut-cutoff26 rut-cutoff26 t5-prototype-jump sa-mt
 #   bash benchmarks/cpu/queue.sh pause | resume | status | stop
 #   bash benchmarks/cpu/queue.sh eval ITEM SEED    score the run on test (and on train for 002's exclusion rule)
 #   bash benchmarks/cpu/queue.sh start ref002-jump SEED   002's own train_test.py (../shared/reference), one epoch of
@@ -26,6 +26,8 @@ item() {  # ITEM -> "model recipe split extra-flags"
         sa-length) echo "syntactic_attention scan length" ;;
         lstm-jump) echo "lstm_attention scan addprim_jump" ;;
         lstm-simple) echo "lstm_attention scan simple --stop-when-settled" ;;
+        lstm-turn-left) echo "lstm_attention scan addprim_turn_left" ;;
+        lstm-length) echo "lstm_attention scan length" ;;
         t000-simple) echo "transformer scan_000 simple" ;;
         t000-around-right) echo "transformer scan_000 template_around_right" ;;
         ut-cutoff26) echo "universal_transformer scan length_cutoff_26" ;;
