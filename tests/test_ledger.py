@@ -108,3 +108,35 @@ def test_zoo_shows_the_status_beside_each_number_and_carries_it_in_json():
     assert jump["ours"]["status"] == "reproduced" and jump["ours"]["values"] == [2.18, 2.78, 1.7]
     assert jump["ours"]["command"].startswith("benchbuild build-scan")
     assert sum(len(model["reported"]) for model in models.values()) == 96
+
+
+def test_tools_ledger_run_prints_a_block_the_ledger_reads_back(tmp_path):
+    """tools/ledger_run.py: the `[[number.runs]]` block of an evaluated run folder, which the ledger's own parser
+    reads into the run's figures; an unfinished run is refused."""
+    import hashlib
+    import sys
+
+    from benchbuild.ledger import _parsed
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from ledger_run import record as ledger_block
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    run = tmp_path / "seed3"
+    (run / "train-eval").mkdir(parents=True)
+    state = {"status": "complete", "seed": 3, "environment": {"benchbuild_commit": "0123456789abcdef"}}
+    (run / "run.json").write_text(json.dumps(state), encoding="utf-8")
+    (run / "metrics.json").write_text(json.dumps({"split": "test", "exact_match": 41.23456, "selected_step": 58680,
+                                                   "exact_match_ci": [40.1049, 42.3651]}), encoding="utf-8")
+    (run / "train-eval" / "metrics.json").write_text(json.dumps({"exact_match": 9.996}), encoding="utf-8")
+    block = ledger_block(run, "2-core CPU", "2026-12-05")
+    parsed = _parsed(f'[[number]]\nmodel = "m"\nbenchmark = "b"\nmetric = "exact_match"\ntable = "t"\n'
+                     f'status = "partial"\n\n{block}\n')
+    (filed,) = next(iter(parsed.values())).runs
+    assert filed == LedgerRun(seed=3, value=41.23, interval=(40.1, 42.37), train_exact_match=10.0, steps=58680,
+                              commit="0123456", device="2-core CPU", date="2026-12-05",
+                              metrics_sha256=hashlib.sha256((run / "metrics.json").read_bytes()).hexdigest())
+    (run / "run.json").write_text(json.dumps({**state, "status": "running"}), encoding="utf-8")
+    with pytest.raises(SystemExit, match="not complete"):
+        ledger_block(run, "2-core CPU", "2026-12-05")

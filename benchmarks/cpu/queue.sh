@@ -108,7 +108,9 @@ case "${1:-status}" in
         if [ "$model" = syntactic_attention ] && [ "$recipe" = scan ]; then
             OMP_NUM_THREADS=1 "$BIN/benchbuild" eval --run "$run" --data "$data" --split train --device cpu \
                 --out "$run/train-eval"
-        fi ;;
+        fi
+        echo "the run's record for benchbuild/ledger.toml (add a note on what the numbers alone do not say):"
+        "$BIN/python" tools/ledger_run.py "$run" ;;
     # (002's own code and the action-loss experiment: they do not resume; a stopped one starts again)
     pause) signal_all STOP; echo paused ;;
     resume) signal_all CONT; echo resumed ;;

@@ -1,0 +1,54 @@
+"""The `[[number.runs]]` block of benchbuild/ledger.toml for one evaluated run folder, printed to be filed by hand.
+
+    .venv/bin/python tools/ledger_run.py runs/queue/sa-jump/seed1 [--device "2-core CPU"] [--date YYYY-MM-DD]
+
+Reads the run's metrics.json (test exact match, its interval, the selected step), its run.json (seed, whether the
+run finished, the commit it last ran at) and, where `queue.sh eval` wrote it, train-eval/metrics.json (train exact
+match, for 002's exclusion rule); the metrics fingerprint is the sha256 of metrics.json's bytes. What it cannot know
+(a note on the commits a resumed run crossed, whether the run followed the whole protocol) is left to the filer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+
+def record(run: Path, device: str, date: str) -> str:
+    """The TOML block for `run` (an evaluated run folder)."""
+    metrics_path = run / "metrics.json"
+    if not metrics_path.is_file():
+        raise SystemExit(f"ledger_run: {metrics_path} is missing: evaluate the run first (queue.sh eval ITEM SEED)")
+    metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
+    state = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    if state.get("status") != "complete":
+        raise SystemExit(f"ledger_run: {run} is {state.get('status')!r}, not complete: file finished runs only")
+    if metrics.get("split") != "test":
+        raise SystemExit(f"ledger_run: {metrics_path} scores the {metrics.get('split')!r} split, not test")
+    low, high = metrics["exact_match_ci"]
+    lines = ["[[number.runs]]", f"seed = {state['seed']}", f"value = {round(metrics['exact_match'], 2)}",
+             f"interval = [{round(low, 2)}, {round(high, 2)}]"]
+    train = run / "train-eval" / "metrics.json"
+    if train.is_file():
+        lines.append(f"train_exact_match = {round(json.loads(train.read_text(encoding='utf-8'))['exact_match'], 2)}")
+    commit = state.get("environment", {}).get("benchbuild_commit") or "unknown"
+    lines += [f"steps = {metrics['selected_step']}", f'commit = "{commit[:7]}"', f'device = "{device}"',
+              f'date = "{date}"', f'metrics_sha256 = "{hashlib.sha256(metrics_path.read_bytes()).hexdigest()}"']
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="an evaluated run folder")
+    parser.add_argument("--device", default="2-core CPU")
+    parser.add_argument("--date", default=datetime.date.today().isoformat())
+    arguments = parser.parse_args(argv)
+    print(record(arguments.run, arguments.device, arguments.date))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
