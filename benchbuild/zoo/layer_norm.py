@@ -23,19 +23,29 @@ from benchbuild.zoo.attention.hash_masks import numba_threads
 KERNEL_DTYPES = (torch.float32, torch.float64)
 
 
+# Columns per parallel block of `_column_sums`: each block's rows are read along memory, its sums kept in a small
+# float64 buffer.
+COLUMN_BLOCK = 64
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def _column_sums(grad, normalized, grad_weight, grad_bias):
     """grad_weight[j] = Σᵢ grad[i, j]·normalized[i, j] and grad_bias[j] = Σᵢ grad[i, j], each a float64 sum over rows
-    i in order; columns run in parallel, so no sum is split between threads."""
+    i in order; blocks of columns run in parallel, so no sum is split between threads. Within a block the rows are
+    read one after another (along memory: a column at a time would stride over the whole matrix)."""
     rows, columns = grad.shape
-    for j in prange(columns):
-        weight_sum = 0.0
-        bias_sum = 0.0
+    for block in prange((columns + COLUMN_BLOCK - 1) // COLUMN_BLOCK):
+        start = block * COLUMN_BLOCK
+        stop = min(columns, start + COLUMN_BLOCK)
+        weight_sums = np.zeros(stop - start, dtype=np.float64)
+        bias_sums = np.zeros(stop - start, dtype=np.float64)
         for i in range(rows):
-            weight_sum += np.float64(grad[i, j]) * np.float64(normalized[i, j])
-            bias_sum += np.float64(grad[i, j])
-        grad_weight[j] = weight_sum
-        grad_bias[j] = bias_sum
+            for j in range(start, stop):
+                value = np.float64(grad[i, j])
+                weight_sums[j - start] += value * np.float64(normalized[i, j])
+                bias_sums[j - start] += value
+        grad_weight[start:stop] = weight_sums
+        grad_bias[start:stop] = bias_sums
 
 
 class _LayerNormFunction(torch.autograd.Function):

@@ -58,6 +58,29 @@ def test_layer_norm_gives_torchs_values_and_gradients_to_rounding():
         assert torch.allclose(mine, theirs, atol=1e-5, rtol=1e-5)
 
 
+def test_layer_norm_weight_sums_are_float64_sums_in_row_order_bit_for_bit():
+    """The kernel's sums are each column's float64 sum over the rows in order (what makes them thread-independent),
+    bit for bit, for widths below, at and past its block of columns."""
+    import numpy as np
+
+    from benchbuild.zoo.layer_norm import COLUMN_BLOCK, _column_sums
+
+    generator = np.random.default_rng(0)
+    for columns in (24, COLUMN_BLOCK, 2 * COLUMN_BLOCK + 3):
+        # magnitudes from 1e-8 to 1e8, so that a float64 sum in another order rounds differently
+        grad = (generator.standard_normal((301, columns)) * 10.0 ** generator.uniform(-8, 8, (301, columns)))
+        grad = grad.astype(np.float32)
+        normalized = generator.standard_normal((301, columns)).astype(np.float32)
+        expected_weight, expected_bias = np.zeros(columns), np.zeros(columns)
+        for row in range(grad.shape[0]):  # one row after another: each column's sum in row order
+            expected_weight += grad[row].astype(np.float64) * normalized[row].astype(np.float64)
+            expected_bias += grad[row].astype(np.float64)
+        grad_weight, grad_bias = np.empty(columns), np.empty(columns)
+        _column_sums(grad, normalized, grad_weight, grad_bias)
+        assert np.array_equal(grad_weight, expected_weight) and np.array_equal(grad_bias, expected_bias)
+        assert not np.array_equal(expected_bias, grad.astype(np.float64)[::-1].cumsum(axis=0)[-1])  # order shows
+
+
 def test_layer_norm_is_torchs_own_without_gradients_and_loads_its_state():
     reference = torch.nn.LayerNorm(8)
     ours = LayerNorm(8)
