@@ -8,8 +8,10 @@
 #                                                        ut-cutoff26 rut-cutoff26 t5-prototype-jump sa-mt
 #   bash benchmarks/cpu/queue.sh pause | resume | status | stop
 #   bash benchmarks/cpu/queue.sh eval ITEM SEED    score the run on test (and on train for 002's exclusion rule)
-#   bash benchmarks/cpu/queue.sh start ref002-jump SEED   002's own train_test.py (../shared/reference), one epoch of
-#                                                        addprim_jump (11,736 updates), its loss logged at every update
+#   bash benchmarks/cpu/queue.sh start ref002-jump SEED [EPOCHS]   002's own train_test.py (../shared/reference), one
+#                                                        epoch of addprim_jump (11,736 updates; or EPOCHS, each
+#                                                        followed by its train/validation/test accuracy), its loss
+#                                                        logged at every update
 #   bash benchmarks/cpu/queue.sh start sa-actions-jump SEED   ours, 11,736 updates with 002's loss over the actions
 #                                                        alone (benchmarks/sa_action_loss.py); sa-vocabulary-jump:
 #                                                        the same with ours (its paired control)
@@ -52,18 +54,20 @@ data_of() {  # SPLIT -> the benchmark folder, built or imported when missing
     fi
 }
 
-reference_002() {  # SEED
-    local ref run root
+reference_002() {  # SEED [EPOCHS]: one epoch by default; with EPOCHS, that many, validated and tested after each
+    local ref run root epochs="${2:-1}" every=5
     ref="$(cd ../shared/reference/syntactic_attention && pwd)"
     root="$(pwd)"
     run="$root/$OUT/ref002-jump/seed$1"
+    if [ -n "${2:-}" ]; then run="$run-${epochs}epochs"; every=1; fi
     mkdir -p "$run/work/data/SCAN" "$run/results"
     ln -sf "$(cd ../shared/data/scan/add_prim_split && pwd)"/tasks_*_addprim_jump.txt "$run/work/data/SCAN/"
     (cd "$run/work" && OMP_NUM_THREADS=1 setsid nohup bash -c \
         'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' queue "$root/$BIN/python" \
-        "$ref/train_test.py" --seed "$1" --num_iters 11736 --record_loss_every 1 --load_vocab_json "$ref/vocab.json" \
-        --results_dir out --out_data_file "seed$1.json" >>"$run.log" 2>&1 &)
-    echo "started ref002-jump seed $1: $run (log $OUT/ref002-jump/seed$1.log)"
+        "$ref/train_test.py" --seed "$1" --num_iters $((11736 * epochs)) --checkpoint_every "$every" \
+        --record_loss_every 1 --load_vocab_json "$ref/vocab.json" --results_dir out --out_data_file "seed$1.json" \
+        >>"$run.log" 2>&1 &)
+    echo "started ref002-jump seed $1 ($epochs epochs): $run (log $run.log)"
 }
 
 # Only the queue's own processes: `benchbuild train` whose --out lies under $OUT (never a test suite's), 002's
@@ -76,8 +80,8 @@ signal_all() {  # SIGNAL
 
 case "${1:-status}" in
     start)
-        [ $# -eq 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
-        if [ "$2" = ref002-jump ]; then reference_002 "$3"; exit 0; fi
+        [ $# -ge 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
+        if [ "$2" = ref002-jump ]; then reference_002 "$3" "${4:-}"; exit 0; fi
         if [ "$2" = sa-actions-jump ] || [ "$2" = sa-vocabulary-jump ]; then
             loss="${2#sa-}"; loss="${loss%-jump}"
             "$BIN/benchbuild" build-scan --out out/scan --split addprim_jump >/dev/null
