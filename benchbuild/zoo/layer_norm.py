@@ -29,10 +29,11 @@ COLUMN_BLOCK = 64
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _column_sums(grad, normalized, grad_weight, grad_bias):
-    """grad_weight[j] = Σᵢ grad[i, j]·normalized[i, j] and grad_bias[j] = Σᵢ grad[i, j], each a float64 sum over rows
-    i in order; blocks of columns run in parallel, so no sum is split between threads. Within a block the rows are
-    read one after another (along memory: a column at a time would stride over the whole matrix)."""
+def _column_sums(grad, x, mean, rstd, grad_weight, grad_bias):
+    """grad_weight[j] = Σᵢ grad[i, j]·x̂[i, j] and grad_bias[j] = Σᵢ grad[i, j], each a float64 sum over rows i in
+    order, x̂[i, j] = (x[i, j] - mean[i])·rstd[i] rounded in the input's dtype (as torch's two operators round it);
+    blocks of columns run in parallel, so no sum is split between threads. Within a block the rows are read one after
+    another (along memory: a column at a time would stride over the whole matrix)."""
     rows, columns = grad.shape
     for block in prange((columns + COLUMN_BLOCK - 1) // COLUMN_BLOCK):
         start = block * COLUMN_BLOCK
@@ -40,9 +41,11 @@ def _column_sums(grad, normalized, grad_weight, grad_bias):
         weight_sums = np.zeros(stop - start, dtype=np.float64)
         bias_sums = np.zeros(stop - start, dtype=np.float64)
         for i in range(rows):
+            row_mean, row_rstd = mean[i], rstd[i]
             for j in range(start, stop):
                 value = np.float64(grad[i, j])
-                weight_sums[j - start] += value * np.float64(normalized[i, j])
+                centred = x[i, j] - row_mean
+                weight_sums[j - start] += value * np.float64(centred * row_rstd)
                 bias_sums[j - start] += value
         grad_weight[start:stop] = weight_sums
         grad_bias[start:stop] = bias_sums
@@ -61,11 +64,12 @@ class _LayerNormFunction(torch.autograd.Function):
         grad = grad.contiguous()
         grad_input, _, _ = torch.ops.aten.native_layer_norm_backward(
             grad, x, [x.shape[-1]], mean, rstd, weight, bias, [ctx.needs_input_grad[0], False, False])
-        normalized = ((x - mean) * rstd).reshape(-1, x.shape[-1]).contiguous()
         grad_weight = np.empty(x.shape[-1], dtype=np.float64)
         grad_bias = np.empty(x.shape[-1], dtype=np.float64)
         numba_threads()
-        _column_sums(grad.reshape(-1, x.shape[-1]).numpy(), normalized.numpy(), grad_weight, grad_bias)
+        _column_sums(grad.reshape(-1, x.shape[-1]).numpy(), x.reshape(-1, x.shape[-1]).contiguous().numpy(),
+                     mean.reshape(-1).contiguous().numpy(), rstd.reshape(-1).contiguous().numpy(), grad_weight,
+                     grad_bias)
         return (grad_input, torch.from_numpy(grad_weight).to(weight.dtype),
                 torch.from_numpy(grad_bias).to(bias.dtype), None)
 

@@ -59,8 +59,9 @@ def test_layer_norm_gives_torchs_values_and_gradients_to_rounding():
 
 
 def test_layer_norm_weight_sums_are_float64_sums_in_row_order_bit_for_bit():
-    """The kernel's sums are each column's float64 sum over the rows in order (what makes them thread-independent),
-    bit for bit, for widths below, at and past its block of columns."""
+    """The kernel's sums are each column's float64 sum over the rows in order (what makes them thread-independent) of
+    the normalized input as torch's two float32 operators round it, bit for bit, for widths below, at and past its
+    block of columns."""
     import numpy as np
 
     from benchbuild.zoo.layer_norm import COLUMN_BLOCK, _column_sums
@@ -70,13 +71,15 @@ def test_layer_norm_weight_sums_are_float64_sums_in_row_order_bit_for_bit():
         # magnitudes from 1e-8 to 1e8, so that a float64 sum in another order rounds differently
         grad = (generator.standard_normal((301, columns)) * 10.0 ** generator.uniform(-8, 8, (301, columns)))
         grad = grad.astype(np.float32)
-        normalized = generator.standard_normal((301, columns)).astype(np.float32)
+        x = (generator.standard_normal((301, columns)) * 7 + 3).astype(np.float32)
+        mean, rstd = x.mean(axis=1).astype(np.float32), (1 / x.std(axis=1)).astype(np.float32)
+        normalized = torch.from_numpy(x).sub(torch.from_numpy(mean)[:, None]).mul(torch.from_numpy(rstd)[:, None])
         expected_weight, expected_bias = np.zeros(columns), np.zeros(columns)
         for row in range(grad.shape[0]):  # one row after another: each column's sum in row order
-            expected_weight += grad[row].astype(np.float64) * normalized[row].astype(np.float64)
+            expected_weight += grad[row].astype(np.float64) * normalized[row].numpy().astype(np.float64)
             expected_bias += grad[row].astype(np.float64)
         grad_weight, grad_bias = np.empty(columns), np.empty(columns)
-        _column_sums(grad, normalized, grad_weight, grad_bias)
+        _column_sums(grad, x, mean, rstd, grad_weight, grad_bias)
         assert np.array_equal(grad_weight, expected_weight) and np.array_equal(grad_bias, expected_bias)
         assert not np.array_equal(expected_bias, grad.astype(np.float64)[::-1].cumsum(axis=0)[-1])  # order shows
 
