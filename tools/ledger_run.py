@@ -35,8 +35,11 @@ def record(run: Path, device: str, date: str) -> str:
     train = run / "train-eval" / "metrics.json"
     if train.is_file():
         lines.append(f"train_exact_match = {round(json.loads(train.read_text(encoding='utf-8'))['exact_match'], 2)}")
-    commit = state.get("environment", {}).get("benchbuild_commit") or "unknown"
-    lines += [f"steps = {metrics['selected_step']}", f'commit = "{commit[:7]}"', f'device = "{device}"',
+    environment = state.get("environment", {})
+    commit = (environment.get("benchbuild_commit") or "unknown")[:7]
+    if environment.get("benchbuild_dirty"):
+        commit += " with uncommitted changes"
+    lines += [f"steps = {metrics['selected_step']}", f'commit = "{commit}"', f'device = "{device}"',
               f'date = "{date}"', f'metrics_sha256 = "{hashlib.sha256(metrics_path.read_bytes()).hexdigest()}"']
     return "\n".join(lines)
 
