@@ -6,6 +6,9 @@
 #   bash benchmarks/cpu/queue.sh start ITEM SEED   ITEM: sa-jump sa-simple sa-turn-left sa-length lstm-jump lstm-simple
 #                                                        lstm-turn-left lstm-length t000-simple t000-around-right
 #                                                        ut-cutoff26 rut-cutoff26 t5-prototype-jump sa-mt
+#   bash benchmarks/cpu/queue.sh chain ITEM SEED [SEED...]   one slot: the seeds one after another, each scored
+#                                                        (`eval`, into runs/queue/ITEM/seedN.eval.txt) as it ends;
+#                                                        a finished and scored seed is skipped, a stop ends the chain
 #   bash benchmarks/cpu/queue.sh pause | resume | status | stop
 #   bash benchmarks/cpu/queue.sh eval ITEM SEED    score the run on test (and on train for 002's exclusion rule)
 #   bash benchmarks/cpu/queue.sh start ref002-jump SEED [EPOCHS]   002's own train_test.py (../shared/reference), one
@@ -16,6 +19,7 @@
 #                                                        alone (benchmarks/sa_action_loss.py); sa-vocabulary-jump:
 #                                                        the same with ours (its paired control)
 set -euo pipefail
+SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-.venv/bin}
 OUT=${QUEUE_OUT:-runs/queue}
@@ -74,12 +78,59 @@ reference_002() {  # SEED [EPOCHS]: one epoch by default; with EPOCHS, that many
 # Only the queue's own processes: `benchbuild train` whose --out lies under $OUT (never a test suite's), 002's
 # train_test.py, benchmarks/sa_action_loss.py.
 signal_all() {  # SIGNAL
+    [ "$1" = TERM ] && { pkill -TERM -f "queue.sh _chain " || true; }  # first, so that no chain starts its next seed
     pkill "-$1" -f "benchbuild train .*--out $OUT/" || true
+    pkill "-$1" -f "benchbuild eval --run $OUT/" || true
     pkill "-$1" -f "reference/syntactic_attention/train_test.py" || true
     pkill "-$1" -f "benchmarks/sa_action_loss.py" || true
 }
 
+detached() {  # COMMAND...: in the background past this shell, one thread, nice 19 (its autogroup too: nice alone
+    # does not lower a process against another autogroup's under the kernel's scheduler; benchmarks/RESULTS.md,
+    # "Test suite")
+    (OMP_NUM_THREADS=1 setsid nohup bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' \
+        queue "$@" &)
+}
+
+train() {  # ITEM SEED: `benchbuild train` in this process (resumes from the run's last checkpoint or resume point)
+    local model recipe split flags data
+    read -r model recipe split flags <<<"$(item "$1")"
+    data="$(data_of "$split")"
+    mkdir -p "$OUT/$1"
+    "$BIN/benchbuild" train --model "$model" --recipe "$recipe" --data "$data" --out "$OUT/$1/seed$2" \
+        --seed "$2" --device cpu $flags
+}
+
+complete() {  # RUN: whether its run.json says the training finished
+    grep -q '"status": "complete"' "$1/run.json" 2>/dev/null
+}
+
 case "${1:-status}" in
+    _chain)  # ITEM SEED...: (what `chain` runs in the background)
+        chain_item="$2"; shift 2
+        for seed in "$@"; do
+            run="$OUT/$chain_item/seed$seed"
+            if ! complete "$run"; then
+                echo "chain: $chain_item seed $seed: training ($(date -u +%FT%TZ))" >>"$run.log"
+                train "$chain_item" "$seed" >>"$run.log" 2>&1 || {
+                    echo "chain: $chain_item seed $seed stopped; the chain ends ($(date -u +%FT%TZ))" >>"$run.log"; exit 1; }
+            fi
+            if [ ! -s "$run.eval.txt" ]; then
+                bash "$SELF" eval "$chain_item" "$seed" >"$run.eval.tmp" 2>&1 || {
+                    echo "chain: $chain_item seed $seed: eval failed (see $run.eval.tmp)" >>"$run.log"; exit 1; }
+                mv "$run.eval.tmp" "$run.eval.txt"
+            fi
+            echo "chain: $chain_item seed $seed: done, scored in $run.eval.txt ($(date -u +%FT%TZ))" >>"$run.log"
+        done ;;
+    chain)
+        [ $# -ge 3 ] || { echo "usage: queue.sh chain ITEM SEED [SEED...]" >&2; exit 2; }
+        item "$2" >/dev/null
+        for seed in "${@:3}"; do
+            [[ "$seed" =~ ^[0-9]+$ ]] || { echo "queue.sh: a seed is a whole number, got '$seed'" >&2; exit 2; }
+        done
+        mkdir -p "$OUT/$2"
+        detached bash "$SELF" _chain "${@:2}"
+        echo "started a chain of $2 seeds ${*:3} (logs $OUT/$2/seedN.log; scores $OUT/$2/seedN.eval.txt)" ;;
     start)
         [ $# -ge 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
         if [ "$2" = ref002-jump ]; then reference_002 "$3" "${4:-}"; exit 0; fi
@@ -94,16 +145,11 @@ case "${1:-status}" in
             echo "started $2 seed $3: $run (log $run.log)"; exit 0
         fi
         [ $# -eq 3 ] || { echo "usage: queue.sh start ITEM SEED" >&2; exit 2; }
-        read -r model recipe split flags <<<"$(item "$2")"
-        data="$(data_of "$split")"
+        item "$2" >/dev/null
         run="$OUT/$2/seed$3"
         mkdir -p "$OUT/$2"
-        # nice alone does not lower a process against another autogroup's under the kernel's scheduler: its autogroup
-        # gets nice 19 too (benchmarks/RESULTS.md, "Test suite").
-        (OMP_NUM_THREADS=1 setsid nohup bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' \
-            queue "$BIN/benchbuild" train --model "$model" --recipe "$recipe" --data "$data" --out "$run" \
-            --seed "$3" --device cpu $flags >>"$run.log" 2>&1 &)
-        echo "started $2 seed $3: $run (log $run.log)" ;;
+        detached bash "$SELF" _chain "$2" "$3"  # a chain of one seed: trained, then scored into $run.eval.txt
+        echo "started $2 seed $3: $run (log $run.log; scored into $run.eval.txt when it ends)" ;;
     eval)
         [ $# -eq 3 ] || { echo "usage: queue.sh eval ITEM SEED" >&2; exit 2; }
         read -r model recipe split flags <<<"$(item "$2")"
@@ -127,5 +173,6 @@ case "${1:-status}" in
             [ -e "$log" ] || continue
             printf '%s: %s\n' "${log%.log}" "$(tr '\r' '\n' <"$log" | grep -v '^$' | tail -n 1 | cut -c1-110)"
         done ;;
-    *) echo "usage: queue.sh start ITEM SEED | eval ITEM SEED | pause | resume | stop | status" >&2; exit 2 ;;
+    *) echo "usage: queue.sh start ITEM SEED | chain ITEM SEED... | eval ITEM SEED | pause | resume | stop | status" >&2
+       exit 2 ;;
 esac
