@@ -31,7 +31,7 @@ item() {  # ITEM -> "model recipe split extra-flags"
         sa-turn-left) echo "syntactic_attention scan addprim_turn_left --stop-when-settled" ;;
         sa-length) echo "syntactic_attention scan length" ;;
         lstm-jump) echo "lstm_attention scan addprim_jump" ;;
-        lstm-simple) echo "lstm_attention scan simple --stop-when-settled" ;;
+        lstm-simple) echo "lstm_attention scan simple" ;;
         lstm-turn-left) echo "lstm_attention scan addprim_turn_left" ;;
         lstm-length) echo "lstm_attention scan length" ;;
         t000-simple) echo "transformer scan_000 simple" ;;
