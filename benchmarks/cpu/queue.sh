@@ -115,7 +115,8 @@ case "${1:-status}" in
                 train "$chain_item" "$seed" >>"$run.log" 2>&1 || {
                     echo "chain: $chain_item seed $seed stopped; the chain ends ($(date -u +%FT%TZ))" >>"$run.log"; exit 1; }
             fi
-            if [ ! -s "$run.eval.txt" ]; then
+            # (scored again when the run is newer than its scores: a retrained seed never keeps an old run's figures)
+            if [ ! -s "$run.eval.txt" ] || [ "$run/run.json" -nt "$run.eval.txt" ]; then
                 bash "$SELF" eval "$chain_item" "$seed" >"$run.eval.tmp" 2>&1 || {
                     echo "chain: $chain_item seed $seed: eval failed (see $run.eval.tmp)" >>"$run.log"; exit 1; }
                 mv "$run.eval.tmp" "$run.eval.txt"
