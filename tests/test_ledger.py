@@ -126,18 +126,25 @@ def test_tools_ledger_run_prints_a_block_the_ledger_reads_back(tmp_path):
         sys.path.remove(str(ROOT / "tools"))
     run = tmp_path / "seed3"
     (run / "train-eval").mkdir(parents=True)
-    state = {"status": "complete", "seed": 3, "environment": {"benchbuild_commit": "0123456789abcdef"}}
+    state = {"status": "complete", "seed": 3, "environment": {"benchbuild_commit": "0123456789abcdef"},
+             "steps_done": 200000, "step_budget": 200000, "stopped_by": "step budget"}
     (run / "run.json").write_text(json.dumps(state), encoding="utf-8")
-    (run / "metrics.json").write_text(json.dumps({"split": "test", "exact_match": 41.23456, "selected_step": 58680,
+    validations = [(25000 * k, value) for k, value in enumerate([12.0, 100.0, 99.0, 97.25, 99.5, 98.0, 99.75], 1)]
+    (run / "train_log.jsonl").write_text("".join(
+        json.dumps({"step": step, "loss": 0.1}) + "\n" + json.dumps({"step": step, "validation_exact_match": value})
+        + "\n" for step, value in validations), encoding="utf-8")
+    (run / "metrics.json").write_text(json.dumps({"split": "test", "exact_match": 41.23456, "selected_step": 50000,
                                                    "exact_match_ci": [40.1049, 42.3651]}), encoding="utf-8")
     (run / "train-eval" / "metrics.json").write_text(json.dumps({"exact_match": 9.996}), encoding="utf-8")
     block = ledger_block(run, "2-core CPU", "2026-12-05")
     parsed = _parsed(f'[[number]]\nmodel = "m"\nbenchmark = "b"\nmetric = "exact_match"\ntable = "t"\n'
                      f'status = "partial"\n\n{block}\n')
     (filed,) = next(iter(parsed.values())).runs
-    assert filed == LedgerRun(seed=3, value=41.23, interval=(40.1, 42.37), train_exact_match=10.0, steps=58680,
+    assert filed == LedgerRun(seed=3, value=41.23, interval=(40.1, 42.37), train_exact_match=10.0, steps=50000,
                               commit="0123456", device="2-core CPU", date="2026-12-05",
-                              metrics_sha256=hashlib.sha256((run / "metrics.json").read_bytes()).hexdigest())
+                              metrics_sha256=hashlib.sha256((run / "metrics.json").read_bytes()).hexdigest(),
+                              note="validation 12.00% at 25,000, 100.00% at 50,000 (kept), ..., 99.50% at 125,000, "
+                                   "98.00% at 150,000, 99.75% at 175,000; 200,000 of 200,000 updates (step budget)")
     (run / "run.json").write_text(json.dumps({**state, "status": "running"}), encoding="utf-8")
     with pytest.raises(SystemExit, match="not complete"):
         ledger_block(run, "2-core CPU", "2026-12-05")

@@ -4,8 +4,10 @@
 
 Reads the run's metrics.json (test exact match, its interval, the selected step), its run.json (seed, whether the
 run finished, the commit it last ran at) and, where `queue.sh eval` wrote it, train-eval/metrics.json (train exact
-match, for 002's exclusion rule); the metrics fingerprint is the sha256 of metrics.json's bytes. What it cannot know
-(a note on the commits a resumed run crossed, whether the run followed the whole protocol) is left to the filer.
+match, for 002's exclusion rule); the metrics fingerprint is the sha256 of metrics.json's bytes. Its `note` starts
+with what the run folder says of the selection: each validation's exact match (train_log.jsonl), which one was kept,
+and how much of the budget ran and why it stopped. What it cannot know (the commits a resumed run crossed, whether
+the run followed the whole protocol) is left to the filer, who finishes the note.
 """
 
 from __future__ import annotations
@@ -41,7 +43,28 @@ def record(run: Path, device: str, date: str) -> str:
         commit += " with uncommitted changes"
     lines += [f"steps = {metrics['selected_step']}", f'commit = "{commit}"', f'device = "{device}"',
               f'date = "{date}"', f'metrics_sha256 = "{hashlib.sha256(metrics_path.read_bytes()).hexdigest()}"']
+    lines.append(f'note = "{selection_note(run, state, metrics["selected_step"])}"')
     return "\n".join(lines)
+
+
+def selection_note(run: Path, state: dict, selected: int) -> str:
+    """'validation 94.05% at 66,910, 99.37% at 133,820 (kept); 200,000 of 200,000 updates (step budget)'."""
+    log = run / "train_log.jsonl"
+    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()] \
+        if log.is_file() else []
+    validations = [f"{event['validation_exact_match']:.2f}% at {event['step']:,}"
+                   + (" (kept)" if event["step"] == selected else "")
+                   for event in events if "validation_exact_match" in event]
+    if len(validations) > 6:  # the first two, the kept one and the last three
+        shown = {0, 1, len(validations) - 3, len(validations) - 2, len(validations) - 1}
+        shown |= {index for index, text in enumerate(validations) if text.endswith("(kept)")}
+        validations = [text if index in shown else "..." for index, text in enumerate(validations)]
+        validations = [text for index, text in enumerate(validations) if text != "..." or validations[index - 1] != "..."]
+    parts = [f"validation {', '.join(validations)}"] if validations else []
+    if state.get("steps_done") is not None and state.get("step_budget") is not None:
+        parts.append(f"{state['steps_done']:,} of {state['step_budget']:,} updates"
+                     + (f" ({state['stopped_by']})" if state.get("stopped_by") else ""))
+    return "; ".join(parts)
 
 
 def main(argv: list[str] | None = None) -> None:
