@@ -127,7 +127,9 @@ def test_tools_ledger_run_prints_a_block_the_ledger_reads_back(tmp_path):
     run = tmp_path / "seed3"
     (run / "train-eval").mkdir(parents=True)
     state = {"status": "complete", "seed": 3, "environment": {"benchbuild_commit": "0123456789abcdef"},
-             "steps_done": 200000, "step_budget": 200000, "stopped_by": "step budget"}
+             "steps_done": 200000, "step_budget": 200000, "stopped_by": "step budget",
+             "segments": [{"from_step": 0, "benchbuild_commit": "a35cb7e0", "benchbuild_dirty": False},
+                          {"from_step": 79327, "benchbuild_commit": "0123456789abcdef", "benchbuild_dirty": True}]}
     (run / "run.json").write_text(json.dumps(state), encoding="utf-8")
     validations = [(25000 * k, value) for k, value in enumerate([12.0, 100.0, 99.0, 97.25, 99.5, 98.0, 99.75], 1)]
     (run / "train_log.jsonl").write_text("".join(
@@ -144,7 +146,8 @@ def test_tools_ledger_run_prints_a_block_the_ledger_reads_back(tmp_path):
                               commit="0123456", device="2-core CPU", date="2026-12-05",
                               metrics_sha256=hashlib.sha256((run / "metrics.json").read_bytes()).hexdigest(),
                               note="validation 12.00% at 25,000, 100.00% at 50,000 (kept), ..., 99.50% at 125,000, "
-                                   "98.00% at 150,000, 99.75% at 175,000; 200,000 of 200,000 updates (step budget)")
+                                   "98.00% at 150,000, 99.75% at 175,000; 200,000 of 200,000 updates (step budget); trained from 0 "
+                                   "at a35cb7e, from 79,327 at 0123456 with uncommitted changes")
     (run / "run.json").write_text(json.dumps({**state, "status": "running"}), encoding="utf-8")
     with pytest.raises(SystemExit, match="not complete"):
         ledger_block(run, "2-core CPU", "2026-12-05")

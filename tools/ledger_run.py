@@ -6,8 +6,9 @@ Reads the run's metrics.json (test exact match, its interval, the selected step)
 run finished, the commit it last ran at) and, where `queue.sh eval` wrote it, train-eval/metrics.json (train exact
 match, for 002's exclusion rule); the metrics fingerprint is the sha256 of metrics.json's bytes. Its `note` starts
 with what the run folder says of the selection: each validation's exact match (train_log.jsonl), which one was kept,
-and how much of the budget ran and why it stopped. What it cannot know (the commits a resumed run crossed, whether
-the run followed the whole protocol) is left to the filer, who finishes the note.
+how much of the budget ran and why it stopped, and which commit trained which steps (run.json's `segments`, where the
+run kept them). What it cannot know (whether the run followed the whole protocol, what the figures alone do not
+say) is left to the filer, who finishes the note.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def record(run: Path, device: str, date: str) -> str:
 
 
 def selection_note(run: Path, state: dict, selected: int) -> str:
-    """'validation 94.05% at 66,910, 99.37% at 133,820 (kept); 200,000 of 200,000 updates (step budget)'."""
+    """'validation 94.05% at 66,910, 99.37% at 133,820 (kept); 200,000 of 200,000 updates (step budget); trained
+    from 0 at a35cb7e, from 79,327 at a310875'."""
     log = run / "train_log.jsonl"
     events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()] \
         if log.is_file() else []
@@ -64,6 +66,15 @@ def selection_note(run: Path, state: dict, selected: int) -> str:
     if state.get("steps_done") is not None and state.get("step_budget") is not None:
         parts.append(f"{state['steps_done']:,} of {state['step_budget']:,} updates"
                      + (f" ({state['stopped_by']})" if state.get("stopped_by") else ""))
+    segments = state.get("segments") or []
+    if segments:
+        def commit(segment: dict) -> str:
+            return (segment.get("benchbuild_commit") or "unknown")[:7] + (
+                " with uncommitted changes" if segment.get("benchbuild_dirty") else "")
+        crossed = [f"from {segment['from_step']:,} at {commit(segment)}" for segment in segments]
+        if segments[0]["from_step"] > 0:
+            crossed.insert(0, f"before {segments[0]['from_step']:,}: commit not recorded")
+        parts.append("trained " + ", ".join(crossed))
     return "; ".join(parts)
 
 

@@ -67,6 +67,16 @@ def run_environment() -> dict:
     return {**environment(), "attention_kernel": path_in_words()}
 
 
+def trained_segments(recorded: list[dict] | None, step: int, environment: dict) -> list[dict]:
+    """run.json's `segments`: which code trained which of the run's steps. Each start or resume adds one, from the step
+    it starts at, with the commit (and whether the checkout had uncommitted changes) it runs; one that started at or
+    after that step trained only steps the resume discards, so it goes. A run resumed from a folder written before
+    segments were kept has none for the steps before its first resume."""
+    kept = [segment for segment in recorded or [] if segment["from_step"] < step]
+    return kept + [{"from_step": step, "benchbuild_commit": environment.get("benchbuild_commit"),
+                    "benchbuild_dirty": environment.get("benchbuild_dirty")}]
+
+
 def check_budget_change(out: Path, record: dict, budget: int) -> None:
     """A run folder's steps are never undone: a budget below the steps it has trained is refused (it would record a
     smaller budget beside the larger run's weights). A larger one trains on; its earlier scores go stale

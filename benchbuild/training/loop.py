@@ -30,7 +30,8 @@ from benchbuild.run_folder import (append_log, benchmark_fingerprint, device_rec
 from benchbuild.training.batching import EncodedSplit, batch_indices, by_length, collate, micro_batches
 from benchbuild.training.bookkeeping import (check_budget_change, check_run_paths, check_selection, claimed,
                                              mark_diverged, out_of_time, recorded_run, run_environment,
-                                             selection_record, settled, signals_held, stop_at_resume_point)
+                                             selection_record, settled, signals_held, stop_at_resume_point,
+                                             trained_segments)
 from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
 from benchbuild.training.plan import RunOptions, RunPlan, check_set_by_training, plan_run
 from benchbuild.training.prepared import PreparedRun, TrainResult
@@ -126,6 +127,7 @@ def prepare(plan: RunPlan) -> PreparedRun:
     # name (or its file relative to the run folder, with its sha256), the benchmark by fingerprint and relative path.
     info, arguments = plan.info, options.arguments()
     benchmark_path = portable_path(plan.data, out)
+    environment = run_environment()
     record.update({
         "model": plan.entry.name, **entry_record(plan.entry, out, CATALOGUE), "benchbuild_version": __version__,
         "benchmark": {**({} if benchmark_path is None else {"path": benchmark_path}),
@@ -133,7 +135,8 @@ def prepare(plan: RunPlan) -> PreparedRun:
                       "family": info.family, "name": info.name,
                       "splits": {name: {"rows": s.rows, "fingerprint": s.fingerprint} for name, s in info.splits.items()}},
         "command_line": train_command_line(plan.model, plan.data, out, arguments), "arguments": arguments,
-        "environment": run_environment(), **device_record(accelerator.device), **plan.record(),
+        "environment": environment, "segments": trained_segments(record.get("segments"), state.step, environment),
+        **device_record(accelerator.device), **plan.record(),
         "device": str(accelerator.device), "processes": accelerator.num_processes,
         "mixed_precision": accelerator.mixed_precision,
     })

@@ -83,9 +83,19 @@ def test_a_killed_run_resumes_from_its_last_checkpoint_and_matches_the_uninterru
     train(tiny_model, tiny_scan, killed, seed=0, device="cpu", progress=False, max_steps=25)
     # The kill came after step 25 was logged but before its checkpoint was written.
     shutil.rmtree(killed / "checkpoints" / "step-00000025")
+    # run.json's segments say which code trained which steps: the start's, here as if from another commit, stays; a
+    # segment from a step the resume discards (a resume at 22 whose checkpoint was lost too) goes.
+    record = json.loads((killed / "run.json").read_text())
+    (start,) = record["segments"]
+    assert start == {"from_step": 0, "benchbuild_commit": record["environment"]["benchbuild_commit"],
+                     "benchbuild_dirty": record["environment"]["benchbuild_dirty"]}
+    record["segments"] = [{**start, "benchbuild_commit": "0123456"}, {**start, "from_step": 22}]
+    (killed / "run.json").write_text(json.dumps(record))
     result = train(tiny_model, tiny_scan, killed, seed=0, device="cpu", progress=False)
     assert result.resumed_from == 20 and result.steps == 30
     assert read_log(killed) == read_log(run_dir)
+    assert json.loads((killed / "run.json").read_text())["segments"] == [{**start, "benchbuild_commit": "0123456"},
+                                                                         {**start, "from_step": 20}]
 
 
 def test_a_time_budget_stops_early_after_validating_and_keeping_the_best_checkpoint(tiny_scan, tiny_model, tmp_path):
