@@ -92,7 +92,7 @@ def evaluate_run(run_dir: str | Path, data: str | Path, *, split: str = "test", 
               {"max_len_a": rule[0], "max_len_b": rule[1], "max_new_tokens": None})
     if rule is None and not isinstance(limits, int):
         length["max_new_tokens_per_row"] = "its reference + 8"
-    scores = score_rows(rows, predictions, lexicon=lexicon, compounds=compounds, family=info.family)
+    scores = score_rows(rows, predictions, lexicon=lexicon, compounds=compounds, family=info.family, split=split)
     # Paths relative to the folder metrics.json is written in (None where only an absolute path reaches them), the
     # benchmark also by fingerprint: no absolute path of this machine (`run_folder.portable_path`).
     result = {

@@ -26,12 +26,12 @@ DEGREE_BUCKETS = 5
 
 def score_rows(rows: Sequence[Mapping[str, Any]], predictions: Sequence[str], *, lexicon: str | Path | None = None,
                compounds: Sequence[str] | None = None, degree_buckets: int = DEGREE_BUCKETS,
-               family: str | None = None) -> dict[str, Any]:
+               family: str | None = None, split: str = "test") -> dict[str, Any]:
     """Exact match, BLEU and chrF; BLEU as the papers on benchmark family `family` computed it (`paper_bleu`, where
     theirs is not ours: `evaluation.paper_bleu`); COMP where `fr_noun`/`fr_adjective`/`order` exist; BLEU by degree
     bucket where `degree` exists; CTER when a lexicon and the rows' compounds are given. Each number has its 95%
-    bootstrap interval over the test rows beside it (`exact_match_ci`, `bleu_ci`...; `uncertainty.ExampleIntervals`;
-    a paper BLEU's inside its entry).
+    bootstrap interval over the rows beside it (`exact_match_ci`, `bleu_ci`...; `uncertainty.ExampleIntervals`;
+    a paper BLEU's inside its entry), each method naming the rows by their `split` ("16728 train rows").
 
     Predictions and references are compared in Unicode normal form NFC (metrics.json says so: `unicode_normalization`):
     a canonically equal prediction spelled in NFD ("e" + a combining accent for "é") scores as the same words."""
@@ -43,9 +43,9 @@ def score_rows(rows: Sequence[Mapping[str, Any]], predictions: Sequence[str], *,
     columns = set(rows[0]) if rows else set()
     tokenize = metrics.bleu_tokenizer_for(references)
     exact_match = metrics.exact_match(predictions, references)
-    intervals = ExampleIntervals()
+    intervals = ExampleIntervals(unit=f"{split} rows")
     intervals.add_share("exact_match", [metrics.normalize_whitespace(prediction) == metrics.normalize_whitespace(
-        reference) for prediction, reference in zip(predictions, references)], "test rows")
+        reference) for prediction, reference in zip(predictions, references)], intervals.unit)
     # BLEU and chrF with their intervals: one pass of sacrebleu's statistics serves the score and its resamples.
     bleu = intervals.add_sacrebleu("bleu", sacrebleu.BLEU(tokenize=tokenize), predictions, references)
     chrf = intervals.add_sacrebleu("chrf", sacrebleu.CHRF(), predictions, references)
@@ -63,9 +63,9 @@ def score_rows(rows: Sequence[Mapping[str, Any]], predictions: Sequence[str], *,
         result["comp"] = comp.comp_scores(list(predictions), list(rows), lemmatizer)
         if result["comp"] is not None:
             matches = comp.pairing_matches(predictions, rows, lemmatizer)
-            intervals.add_share("comp", [match.has_both for match in matches], "test rows")
+            intervals.add_share("comp", [match.has_both for match in matches], intervals.unit)
             intervals.add_share("order_accuracy", [match.order == row["order"] for match, row in zip(matches, rows)
-                                                   if match.has_both], "test rows holding both lemmas")
+                                                   if match.has_both], f"{intervals.unit} holding both lemmas")
     if "degree" in columns:
         result["bleu_by_degree"] = {
             "buckets": metrics.bleu_by_degree(predictions, references, [row["degree"] for row in rows],
@@ -78,7 +78,7 @@ def score_rows(rows: Sequence[Mapping[str, Any]], predictions: Sequence[str], *,
         atoms = read_lexicon(lexicon)
         result["cter"] = cter(predictions, compounds, atoms)
         verdicts = compound_verdicts(predictions, compounds, atoms)
-        intervals.add_share("cter_instance", [not verdict for verdict in verdicts], "test rows")
+        intervals.add_share("cter_instance", [not verdict for verdict in verdicts], intervals.unit)
         groups = len(verdicts) // CONTEXTS_PER_COMPOUND
         intervals.add_share("cter_aggregate", [not all(verdicts[start:start + CONTEXTS_PER_COMPOUND]) for start in
                                                range(0, groups * CONTEXTS_PER_COMPOUND, CONTEXTS_PER_COMPOUND)],
@@ -100,7 +100,8 @@ def score_file(data: str | Path, split: str, predictions: str | Path, *, lexicon
         raise BenchbuildError(f"{path} has {len(lines)} lines but split {split!r} of {data} has {len(rows)} rows: "
                               "give one prediction per row, in row order")
     compounds = read_compounds(compound, rows) if lexicon is not None else None
-    result = score_rows(rows, lines, lexicon=lexicon, compounds=compounds, family=read_build_info(data).family)
+    result = score_rows(rows, lines, lexicon=lexicon, compounds=compounds, family=read_build_info(data).family,
+                        split=split)
     return {"benchmark": benchmark_label(data), "split": split, "predictions": str(path), **result}
 
 

@@ -95,6 +95,7 @@ class ExampleIntervals:
 
     resamples: int = RESAMPLES
     seed: int = SEED
+    unit: str = "test rows"  # what a sacrebleu bootstrap resamples ("train rows" for a train split's scores)
     intervals: dict[str, list[float] | None] = field(default_factory=dict)
     methods: dict[str, str] = field(default_factory=dict)
 
@@ -106,11 +107,11 @@ class ExampleIntervals:
 
     def add_sacrebleu(self, metric: str, scorer: Metric, predictions: Sequence[str],
                       references: Sequence[str]) -> dict[str, Any]:
-        """The interval of a sacrebleu corpus metric, by sacrebleu's bootstrap over the test rows; returns the
+        """The interval of a sacrebleu corpus metric, by sacrebleu's bootstrap over the rows (`unit`); returns the
         metric's own score and signature (`{"score", "signature"}`), computed from the same statistics."""
         score, self.intervals[metric], signature = sacrebleu_score_and_interval(scorer, predictions, references,
                                                                                 self.resamples)
-        self.methods[metric] = (f"sacrebleu's bootstrap over {len(predictions)} test rows: mean ± half the 95% "
+        self.methods[metric] = (f"sacrebleu's bootstrap over {len(predictions)} {self.unit}: mean ± half the 95% "
                                 f"percentile range of {self.resamples} resamples ({signature})")
         return score
 

@@ -10,7 +10,7 @@
 #                                                        (`eval`, into runs/queue/ITEM/seedN.eval.txt) as it ends;
 #                                                        a finished and scored seed is skipped, a stop ends the chain
 #   bash benchmarks/cpu/queue.sh pause | resume | status | stop
-#   bash benchmarks/cpu/queue.sh eval ITEM SEED    score the run on test (and on train for 002's exclusion rule)
+#   bash benchmarks/cpu/queue.sh eval ITEM SEED    score the run on test (and, for 002's SCAN models, on train: its exclusion rule, and how well the run fits its own rows)
 #   bash benchmarks/cpu/queue.sh start ref002-jump SEED [EPOCHS]   002's own train_test.py (../shared/reference), one
 #                                                        epoch of addprim_jump (11,736 updates; or EPOCHS, each
 #                                                        followed by its train/validation/test accuracy), its loss
@@ -157,7 +157,7 @@ case "${1:-status}" in
         run="$OUT/$2/seed$3"
         data="$(data_of "$split")"
         OMP_NUM_THREADS=1 "$BIN/benchbuild" eval --run "$run" --data "$data" --device cpu
-        if [ "$model" = syntactic_attention ] && [ "$recipe" = scan ]; then
+        if { [ "$model" = syntactic_attention ] || [ "$model" = lstm_attention ]; } && [ "$recipe" = scan ]; then
             OMP_NUM_THREADS=1 "$BIN/benchbuild" eval --run "$run" --data "$data" --split train --device cpu \
                 --out "$run/train-eval"
         fi

@@ -94,6 +94,9 @@ def test_score_rows_records_an_interval_beside_every_metric_and_the_same_one_eac
     assert "scipy.stats.bootstrap" in described["methods"]["exact_match"]
     assert "bs:1000|seed:12345" in described["methods"]["bleu"]
     assert score_rows(rows, predictions) == scores
+    assert f"over {len(rows)} test rows" in described["methods"]["exact_match"]
+    on_train = score_rows(rows, predictions, split="train")["confidence_intervals"]["methods"]
+    assert all(f"over {len(rows)} train rows" in on_train[metric] for metric in ("exact_match", "bleu", "chrf"))
 
 
 def test_aggregate_cter_resamples_whole_compounds(shared_data):
