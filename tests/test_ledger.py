@@ -101,7 +101,7 @@ def test_the_docs_table_is_the_ledger():
 def test_zoo_shows_the_status_beside_each_number_and_carries_it_in_json():
     text = " ".join(benchbuild("zoo", "--model", "syntactic_attention").stdout.split())
     assert "[partial] scan/addprim_jump exact_match 91 (002 Table 1)" in text
-    assert "[partial] scan/simple exact_match 100 (002 Table 1)" in text  # 1 of its 5 seeds filed
+    assert "[partial] scan/simple exact_match 100 (002 Table 1)" in text  # 4 of its 5 seeds filed
     assert "[not run] scan/length exact_match 15.2 (002 Table 1)" in text
     listing = benchbuild("zoo", "--format", "json").stdout
     models = {model["name"]: model for model in json.loads(listing)["models"]}
@@ -134,7 +134,7 @@ def test_tools_ledger_run_prints_a_block_the_ledger_reads_back(tmp_path):
     validations = [(25000 * k, value) for k, value in enumerate([12.0, 100.0, 99.0, 97.25, 99.5, 98.0, 99.75], 1)]
     (run / "train_log.jsonl").write_text("".join(
         json.dumps({"step": step, "loss": 0.1}) + "\n" + json.dumps({"step": step, "validation_exact_match": value})
-        + "\n" for step, value in validations), encoding="utf-8")
+        + "\n" for step, value in validations) + '{"step": 175001, "loss": 0.', encoding="utf-8")  # cut by a kill
     (run / "metrics.json").write_text(json.dumps({"split": "test", "exact_match": 41.23456, "selected_step": 50000,
                                                    "exact_match_ci": [40.1049, 42.3651]}), encoding="utf-8")
     (run / "train-eval" / "metrics.json").write_text(json.dumps({"exact_match": 9.996}), encoding="utf-8")
@@ -146,8 +146,8 @@ def test_tools_ledger_run_prints_a_block_the_ledger_reads_back(tmp_path):
                               commit="0123456", device="2-core CPU", date="2026-12-05",
                               metrics_sha256=hashlib.sha256((run / "metrics.json").read_bytes()).hexdigest(),
                               note="validation 12.00% at 25,000, 100.00% at 50,000 (kept), ..., 99.50% at 125,000, "
-                                   "98.00% at 150,000, 99.75% at 175,000; 200,000 of 200,000 updates (step budget); trained from 0 "
-                                   "at a35cb7e, from 79,327 at 0123456 with uncommitted changes")
+                                   "98.00% at 150,000, 99.75% at 175,000; 200,000 of 200,000 updates (step budget); "
+                                   "trained from 0 at a35cb7e, from 79,327 at 0123456 with uncommitted changes")
     (run / "run.json").write_text(json.dumps({**state, "status": "running"}), encoding="utf-8")
     with pytest.raises(SystemExit, match="not complete"):
         ledger_block(run, "2-core CPU", "2026-12-05")

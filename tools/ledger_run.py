@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from benchbuild.run_folder import read_log  # (a line cut by a kill is dropped, as everywhere else)
+
 
 def record(run: Path, device: str, date: str) -> str:
     """The TOML block for `run` (an evaluated run folder)."""
@@ -51,17 +53,14 @@ def record(run: Path, device: str, date: str) -> str:
 def selection_note(run: Path, state: dict, selected: int) -> str:
     """'validation 94.05% at 66,910, 99.37% at 133,820 (kept); 200,000 of 200,000 updates (step budget); trained
     from 0 at a35cb7e, from 79,327 at a310875'."""
-    log = run / "train_log.jsonl"
-    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()] \
-        if log.is_file() else []
     validations = [f"{event['validation_exact_match']:.2f}% at {event['step']:,}"
                    + (" (kept)" if event["step"] == selected else "")
-                   for event in events if "validation_exact_match" in event]
-    if len(validations) > 6:  # the first two, the kept one and the last three
-        shown = {0, 1, len(validations) - 3, len(validations) - 2, len(validations) - 1}
-        shown |= {index for index, text in enumerate(validations) if text.endswith("(kept)")}
-        validations = [text if index in shown else "..." for index, text in enumerate(validations)]
-        validations = [text for index, text in enumerate(validations) if text != "..." or validations[index - 1] != "..."]
+                   for event in read_log(run) if "validation_exact_match" in event]
+    if len(validations) > 6:  # the first two, the kept one and the last three, "..." for each gap
+        shown = [index for index, text in enumerate(validations)
+                 if index < 2 or index >= len(validations) - 3 or text.endswith("(kept)")]
+        validations = [text for previous, index in zip([-1] + shown, shown)
+                       for text in (["..."] if index > previous + 1 else []) + [validations[index]]]
     parts = [f"validation {', '.join(validations)}"] if validations else []
     if state.get("steps_done") is not None and state.get("step_budget") is not None:
         parts.append(f"{state['steps_done']:,} of {state['step_budget']:,} updates"
