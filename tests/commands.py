@@ -20,7 +20,7 @@ BENCHBUILD = str(Path(sys.executable).parent / "benchbuild")
 
 
 def benchbuild(*arguments: str | Path, cwd: Path | None = None, environment: dict[str, str] | None = None,
-               timeout: float | None = None) -> subprocess.CompletedProcess:
+               timeout: float | None = None, input: str | None = None) -> subprocess.CompletedProcess:
     """`benchbuild ARGUMENTS…` run to its end in a process of its own, with no terminal input; its exit status and
     output (as text) as `subprocess.run` gives them.
 
@@ -28,12 +28,18 @@ def benchbuild(*arguments: str | Path, cwd: Path | None = None, environment: dic
     load (torch, transformers, datasets) once for the test process, instead of paying those ~3-5 s per command. It is
     still a process of its own (pid, working directory, environment, file descriptors, exit status, `sys.argv` as the
     console script sets it) running the console entry point `benchbuild.cli.main` and the interpreter's exit (atexit
-    functions, flushed output). Tests of imports and of the installed script itself start the script."""
+    functions, flushed output). Its stdin holds `input` (else nothing). Tests of imports and of the installed script
+    itself start the script."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="benchbuild-command-") as folder:
         stdout, stderr = Path(folder, "stdout"), Path(folder, "stderr")
-        process = started(*arguments, cwd=cwd, environment=environment, stdout=stdout, stderr=stderr, session=False)
+        stdin = None
+        if input is not None:
+            stdin = Path(folder, "stdin")
+            stdin.write_text(input, encoding="utf-8")
+        process = started(*arguments, cwd=cwd, environment=environment, stdout=stdout, stderr=stderr, session=False,
+                          stdin=stdin)
         try:
             code = process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -80,16 +86,18 @@ class Started:
 
 
 def started(*arguments: str | Path, cwd: Path | None = None, environment: dict[str, str] | None = None,
-            stdout: Path | None = None, stderr: Path | None = None, session: bool = True) -> Started:
+            stdout: Path | None = None, stderr: Path | None = None, session: bool = True,
+            stdin: Path | None = None) -> Started:
     """`benchbuild ARGUMENTS…` started and left running (forked from the fork server, as `benchbuild` does it), with
-    no terminal input, its output into the files `stdout` and `stderr` (or nowhere), in a process group of its own
-    unless `session` is false (as `subprocess.Popen(start_new_session=True)`: a terminal's foreground job, which a
-    test can signal as Ctrl-C signals one)."""
+    no terminal input (its stdin the file `stdin`, else empty), its output into the files `stdout` and `stderr` (or
+    nowhere), in a process group of its own unless `session` is false (as `subprocess.Popen(start_new_session=True)`:
+    a terminal's foreground job, which a test can signal as Ctrl-C signals one)."""
     import socket
 
     argv = [BENCHBUILD, *map(str, arguments)]
     request = {"argv": argv, "cwd": str(cwd or os.getcwd()), "environment": dict(environment or os.environ),
-               "stdout": str(stdout or os.devnull), "stderr": str(stderr or os.devnull), "session": session}
+               "stdin": str(stdin or os.devnull), "stdout": str(stdout or os.devnull),
+               "stderr": str(stderr or os.devnull), "session": session}
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.connect(_fork_server())
@@ -98,6 +106,19 @@ def started(*arguments: str | Path, cwd: Path | None = None, environment: dict[s
     except BaseException:
         connection.close()
         raise
+
+
+def python_on_path(folder: Path) -> dict[str, str]:
+    """Environment variables that make `python` in a shell command the project's interpreter forked from this test
+    process's fork server (tests/python_shim.py: `-c`, `-m` and scripts run with torch, transformers and benchbuild
+    already imported), through a `python` written into `folder`, put first on PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wrapper = folder / "python"
+    shim = Path(__file__).with_name("python_shim.py")
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S -I "{shim}" "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    return {"PATH": f"{folder}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "BENCHBUILD_TEST_FORK_SERVER": _fork_server(), "BENCHBUILD_TEST_PYTHON": sys.executable}
 
 
 _server: list[tuple[subprocess.Popen, str]] = []

@@ -4,10 +4,16 @@ child per command, which runs the console entry point as the installed `benchbui
 working directory and environment, and exits with its status. The server is single-threaded (nothing has started a
 thread when it forks), so its children are as safe to run as a fresh interpreter.
 
-Protocol, one connection per command on the Unix socket named by argv[1]: the client sends one JSON line (argv, cwd,
-environment, stdout and stderr file paths, and `session`: true for a process group of its own); the server answers
-the child's pid, then its exit status (negative: the signal that ended it), one line each. Commands run side by side.
-The server ends when its stdin (a pipe from the client) closes."""
+It also runs `python -c CODE`, `python -m MODULE` and `python SCRIPT` for tests/python_shim.py, the `python` that
+tests of shell commands put first on PATH (tests/test_gpu_queue.py's rehearsals): the child runs the code, module or
+script as `__main__` with the interpreter's `sys.argv` and `sys.path[0]`, on the shim's own standard streams.
+
+Protocol, one connection per command on the Unix socket named by argv[1]: the client sends one JSON line (argv, or
+`python` and the interpreter's arguments; cwd, environment, stdin, stdout and stderr file paths, or `descriptors`: the
+client's stdin, stdout and stderr sent with the line (SCM_RIGHTS); `session`: true for a process group of its own);
+the server answers the child's pid, then its exit status (negative: the signal that ended it), one line each.
+Commands run side by side. The server ends when its stdin (a pipe from the client) closes. Each child starts with
+Ctrl-C's default handler, as a command started from a terminal does, whatever the test process inherited."""
 
 from __future__ import annotations
 
@@ -23,15 +29,14 @@ PRELOADED = ("benchbuild.cli", "torch", "transformers.modeling_utils", "datasets
              "benchbuild.training.loop", "benchbuild.evaluation.evaluate", "benchbuild.report.write")
 
 
-def _command(request: dict) -> int:
-    """In the forked child: what the `benchbuild` console script does with `request`; its exit status."""
-    import atexit
-    import traceback
-
+def _command(request: dict, descriptors: list[int]) -> int:
+    """In the forked child: what the `benchbuild` console script does with `request` (or, with `python` in it, what
+    the interpreter does with those arguments); its exit status."""
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["environment"])
     tempfile.tempdir = None  # a fresh process finds its temporary folder from TMPDIR at first use
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # torch took its thread count from the server's OMP_NUM_THREADS when the server imported it; a fresh process
     # takes the command's.
     threads = os.environ.get("OMP_NUM_THREADS", "")
@@ -45,17 +50,61 @@ def _command(request: dict) -> int:
 
     commands.console.__init__(stderr=True)
     commands.out.__init__()
-    for descriptor, path, flags in ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], os.O_WRONLY | os.O_CREAT),
-                                    (2, request["stderr"], os.O_WRONLY | os.O_CREAT)):
-        opened = os.open(path, flags, 0o600)
-        os.dup2(opened, descriptor)
-        os.close(opened)
+    if descriptors:
+        for descriptor, received in enumerate(descriptors):
+            os.dup2(received, descriptor)
+            os.close(received)
+    else:
+        for descriptor, path, flags in ((0, request.get("stdin", os.devnull), os.O_RDONLY),
+                                        (1, request["stdout"], os.O_WRONLY | os.O_CREAT),
+                                        (2, request["stderr"], os.O_WRONLY | os.O_CREAT)):
+            opened = os.open(path, flags, 0o600)
+            os.dup2(opened, descriptor)
+            os.close(opened)
+    if "python" in request:
+        return _exit_status(lambda: _python(request["python"]))
     sys.argv = request["argv"]
-    code = 0
-    try:
+
+    def console_script() -> None:
         from benchbuild.cli import main
 
         main()
+
+    return _exit_status(console_script)
+
+
+def _python(arguments: list[str]) -> None:
+    """`python ARGUMENTS` for `-c CODE`, `-m MODULE` or `SCRIPT`, each with what follows as its arguments: `sys.argv`
+    and `sys.path[0]` as the interpreter sets them ('' for -c, the working folder for -m, the script's folder)."""
+    import runpy
+
+    first = arguments[0]
+    if first == "-c":
+        import types
+
+        sys.argv = ["-c", *arguments[2:]]
+        sys.path.insert(0, "")
+        main = sys.modules["__main__"] = types.ModuleType("__main__")
+        exec(compile(arguments[1], "<string>", "exec"), main.__dict__)
+    elif first == "-m":
+        sys.argv = [arguments[1], *arguments[2:]]  # runpy puts the module's file in argv[0]
+        sys.path.insert(0, os.getcwd())
+        runpy.run_module(arguments[1], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = list(arguments)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(first)))
+        runpy.run_path(first, run_name="__main__")
+
+
+def _exit_status(run) -> int:
+    """Call `run` as the interpreter runs a program: its exit status (SystemExit's code; 1 and the traceback for an
+    uncaught exception), after the atexit functions and with the output flushed."""
+    import atexit
+    import traceback
+
+    code = 0
+    try:
+        run()
     except SystemExit as stop:
         if stop.code is None or isinstance(stop.code, int):
             code = stop.code or 0
@@ -101,7 +150,7 @@ def serve(address: str) -> None:
         if listener not in events:
             continue
         connection, _ = listener.accept()
-        request = json.loads(connection.makefile("r", encoding="utf-8").readline())
+        request, descriptors = _request(connection)
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -117,12 +166,25 @@ def serve(address: str) -> None:
                     other.close()
                 if request.get("session"):
                     os.setsid()  # as Popen(start_new_session=True): a process group of its own, to be signalled
-                code = _command(request)
+                code = _command(request, descriptors)
             finally:
                 os._exit(code)
+        for descriptor in descriptors:
+            os.close(descriptor)
         running[pid] = connection
         _send(connection, f"{pid}\n")
         _reap(running)  # it may have ended before its entry was made
+
+
+def _request(connection: socket.socket) -> tuple[dict, list[int]]:
+    """The client's JSON line and the descriptors sent with it (none from tests/commands.py)."""
+    data, descriptors, _, _ = socket.recv_fds(connection, 1 << 20, 3)
+    while not data.endswith(b"\n"):
+        more = connection.recv(1 << 20)
+        if not more:
+            break
+        data += more
+    return json.loads(data), list(descriptors)
 
 
 def _reap(running: dict[int, socket.socket]) -> None:

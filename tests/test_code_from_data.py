@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from commands import benchbuild
 
 from benchbuild.benchmark import Benchmark, BuildInfo, CardFacts
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo import build_model, load_entry
 
-BENCHBUILD = [str(Path(sys.executable).parent / "benchbuild")]
 BART = dict(model_type="bart", vocab_size=50, d_model=16, encoder_layers=1, decoder_layers=1,
             encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32)
 # Imported, this module leaves a MARKER file beside itself: the proof that code from the folder ran.
@@ -60,9 +58,8 @@ def _benchmark(out: Path) -> Path:
 def test_train_refuses_an_hf_folder_with_custom_code_in_one_line_without_asking(tmp_path, answer):
     folder = _folder_with_custom_code(tmp_path / "model")
     entry = _entry(tmp_path / "custom.toml", 'path = "model"')
-    done = subprocess.run([*BENCHBUILD, "train", "--model", str(entry), "--data", str(_benchmark(tmp_path / "data")),
-                           "--out", str(tmp_path / "run"), "--device", "cpu", "--max-steps", "1"],
-                          input=answer, capture_output=True, text=True)
+    done = benchbuild("train", "--model", str(entry), "--data", str(_benchmark(tmp_path / "data")),
+                      "--out", str(tmp_path / "run"), "--device", "cpu", "--max-steps", "1", input=answer)
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("benchbuild: error: "), done.stderr
     assert f"{folder / 'config.json'} declares custom model code" in done.stderr

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from commands import python_on_path
 
 ROOT = Path(__file__).resolve().parent.parent
 QUEUE = ROOT / "benchmarks" / "gpu" / "QUEUE.md"
@@ -54,12 +54,12 @@ def test_the_queue_holds_at_least_six_items_each_one_short_command_within_eight_
 @pytest.mark.shared
 @pytest.mark.parametrize("item", ITEMS, ids=[f"item{number}" for number in range(1, len(ITEMS) + 1)])
 def test_each_queued_item_is_rehearsed_on_the_cpu(item, shared_data, tmp_path):
-    """The item's `rehearse` block, as a new shell runs it: `python` the project's interpreter, `OUT` a scratch
-    folder, the shared data where the tests read it."""
+    """The item's `rehearse` block, as a new shell runs it: `python` the project's interpreter (forked from the
+    tests' fork server with torch and benchbuild imported: tests/python_shim.py), `OUT` a scratch folder, the shared
+    data where the tests read it."""
     rehearsal = item["blocks"][1][1]
     environment = {**os.environ, "OUT": str(tmp_path), "BENCHBUILD_SHARED": str(shared_data.parent),
-                   "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-                   "OMP_NUM_THREADS": "1"}
+                   **python_on_path(tmp_path / ".bin"), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(["bash", "-c", rehearsal], cwd=ROOT, env=environment, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, check=False)
     assert done.returncode == 0, f"{item['title']}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from commands import benchbuild
 from small_inputs import write_lines
 from typer.testing import CliRunner
 
@@ -15,7 +13,6 @@ from benchbuild.cli import app
 from benchbuild.errors import BenchbuildError
 from benchbuild.react.degree import CHUNK_LINES, DegreeParameters, write_degree_table
 
-BENCHBUILD = [str(Path(sys.executable).parent / "benchbuild")]
 TRAIN = ["a b c", "a b", "b c d", "c d a"] * 4
 
 
@@ -59,9 +56,8 @@ def test_a_pool_glob_scores_its_files_in_name_order_among_the_other_pools(tmp_pa
 
 def test_a_pool_glob_matching_nothing_is_one_error_line_before_the_training_corpus_is_read(tmp_path):
     pool = write_lines(tmp_path / "pool.txt", ["a b c"])
-    done = subprocess.run([*BENCHBUILD, "degree", "--train-src", str(tmp_path / "no-such-train.txt"),
-                           "--pool", str(pool), "--pool", str(tmp_path / "shards" / "*.de"),
-                           "--out", str(tmp_path / "degree.tsv")], capture_output=True, text=True)
+    done = benchbuild("degree", "--train-src", str(tmp_path / "no-such-train.txt"), "--pool", str(pool), "--pool",
+                      str(tmp_path / "shards" / "*.de"), "--out", str(tmp_path / "degree.tsv"))
     assert done.returncode != 0
     assert done.stderr.count("\n") == 1 and "--pool" in done.stderr and "matches no file" in done.stderr
     assert "no-such-train" not in done.stderr
@@ -70,9 +66,8 @@ def test_a_pool_glob_matching_nothing_is_one_error_line_before_the_training_corp
 
 def test_a_missing_pool_file_among_several_is_named_before_anything_is_written(tmp_path):
     train, pool = write_lines(tmp_path / "train.txt", TRAIN), write_lines(tmp_path / "pool.txt", ["a b c"])
-    done = subprocess.run([*BENCHBUILD, "degree", "--train-src", str(train), "--pool", str(pool), "--pool",
-                           str(tmp_path / "missing.txt"), "--out", str(tmp_path / "out.tsv")],
-                          capture_output=True, text=True)
+    done = benchbuild("degree", "--train-src", str(train), "--pool", str(pool), "--pool", str(tmp_path / "missing.txt"),
+                      "--out", str(tmp_path / "out.tsv"))
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "missing.txt` does not exist" in done.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["pool.txt", "train.txt"]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from commands import benchbuild
 from small_inputs import write_lines
 from typer.testing import CliRunner
 
@@ -18,7 +17,6 @@ from benchbuild.react.degree import DegreeParameters, DegreeScorer
 from benchbuild.react.parameters import ReactParameters
 from benchbuild.react.stats import novel_ngram_counts, table2
 
-BENCHBUILD = [str(Path(sys.executable).parent / "benchbuild")]
 
 
 def _tsv(path: Path) -> list[list[str]]:
@@ -59,9 +57,8 @@ def test_degree_keeps_empty_and_dropped_lines_as_empty_cells(tmp_path):
 def test_misaligned_training_files_end_in_one_error_line_and_no_output(tmp_path):
     src = write_lines(tmp_path / "train.de", ["a b", "c d"])
     tgt = write_lines(tmp_path / "train.en", ["a b"])
-    done = subprocess.run([*BENCHBUILD, "build-react", "--out", str(tmp_path / "out"), "--train-src", str(src),
-                           "--train-tgt", str(tgt), "--pool-src", str(src), "--pool-tgt", str(src),
-                           "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True)
+    done = benchbuild("build-react", "--out", str(tmp_path / "out"), "--train-src", str(src), "--train-tgt", str(tgt),
+                      "--pool-src", str(src), "--pool-tgt", str(src), "--cache-dir", str(tmp_path / "cache"))
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "not aligned" in done.stderr and "train.en" in done.stderr
     assert not (tmp_path / "out").exists()
@@ -93,8 +90,7 @@ def test_bad_utf8_in_the_pool_names_file_and_line(tmp_path):
     train = write_lines(tmp_path / "train.txt", ["a b"] * 4)
     pool = tmp_path / "pool.txt"
     pool.write_bytes(b"a b\n\xff\xfe\n")
-    done = subprocess.run([*BENCHBUILD, "degree", "--train-src", str(train), "--pool", str(pool)],
-                          capture_output=True, text=True)
+    done = benchbuild("degree", "--train-src", str(train), "--pool", str(pool))
     assert done.returncode == 1 and "pool.txt` line 2 is not valid UTF-8" in done.stderr
     replaced = CliRunner().invoke(app, ["degree", "--train-src", str(train), "--pool", str(pool),
                                         "--encoding-errors", "replace", "--min-word-count", "1"])
