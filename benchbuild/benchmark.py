@@ -245,6 +245,14 @@ def split_rows_as_dicts(split) -> list[dict[str, Any]]:
     return split.to_list() if isinstance(split, datasets.Dataset) else list(split)
 
 
+def split_column(split, column: str) -> list[Any]:
+    """One column of a split as a list: a `datasets.Dataset`'s read from Arrow in one call (its `split[column]` yields
+    the values one formatted row at a time: 0.3 s for SCAN's 21,890 train sources), else each row's value."""
+    if isinstance(split, datasets.Dataset):
+        return split.data.column(column).to_pylist()
+    return [row[column] for row in split]
+
+
 def _split_files(folder: Path):
     """Each split's file (or, for the arrow layout, folder) and the function that reads one."""
     if (folder / "dataset_dict.json").is_file():

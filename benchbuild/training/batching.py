@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
+from benchbuild.benchmark import split_column
 from benchbuild.errors import BenchbuildError
 from benchbuild.zoo.decoding import MAX_TOKENS, check_row_lengths
 from benchbuild.zoo.loading import token_ids
@@ -41,7 +42,8 @@ def check_split_lengths(data, splits: Mapping[str, Any], names: set[str]) -> Non
     """Before a run folder is touched: no row of the splits `names` (those present) of benchmark `data` is longer
     than a zoo model takes (`decoding.check_row_lengths`)."""
     for name in sorted(names & set(splits)):
-        check_row_lengths(f"split {name!r} of {data}:", source=splits[name]["source"], target=splits[name]["target"])
+        check_row_lengths(f"split {name!r} of {data}:", source=split_column(splits[name], "source"),
+                          target=split_column(splits[name], "target"))
 
 
 def batch_indices(step: int, batch_size: int, size: int, seed: int) -> list[int]:
