@@ -117,8 +117,9 @@ def _exit_status(run) -> int:
     try:
         atexit._run_exitfuncs()
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if not stream.closed:  # the program may have closed it (`json.tool` closes its output), as the
+                stream.flush()  # interpreter's own exit allows
     return code
 
 

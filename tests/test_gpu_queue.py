@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,35 @@ def test_each_queued_item_is_rehearsed_on_the_cpu(item, shared_data, tmp_path):
     done = subprocess.run(["bash", "-c", rehearsal], cwd=ROOT, env=environment, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, check=False)
     assert done.returncode == 0, f"{item['title']}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+
+
+def test_the_rehearsals_python_does_what_the_interpreter_does(tmp_path):
+    """The forked `python` of the rehearsals (tests/python_shim.py) fails as the interpreter fails: a rehearsal with a
+    typo or a failing check cannot pass. Its exit status, output, input, `sys.argv` and `sys.path[0]` are a new
+    interpreter's for `-c`, `-m` and a script; other uses run the interpreter itself."""
+    script = tmp_path / "folder" / "script.py"
+    script.parent.mkdir()
+    script.write_text("import sys\nprint(__name__, sys.argv[1:], sys.path[0])\nsys.exit(sys.stdin.read().strip())\n",
+                      encoding="utf-8")
+    environment = {**os.environ, **python_on_path(tmp_path / ".bin")}
+
+    def shell(command: str, given: str = "") -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", command], cwd=tmp_path, env=environment, input=given, capture_output=True,
+                              text=True, check=False)
+
+    done = shell(f"python {script} a b", "went wrong")
+    assert (done.returncode, done.stdout, done.stderr) == (1, f"__main__ ['a', 'b'] {script.parent}\n", "went wrong\n")
+    done = shell('python -c "import sys; print(sys.argv, repr(sys.path[0])); raise SystemExit(3)" x')
+    assert (done.returncode, done.stdout) == (3, "['-c', 'x'] ''\n")
+    done = shell('python -c "from benchbuild.sweep.spec import load_sweep; load_sweep(\'pipelines/none.toml\')"')
+    assert done.returncode == 1 and done.stderr.rstrip().splitlines()[-1].startswith("benchbuild.errors."), done.stderr
+    done = shell('python -c "syntax error"; echo "exit $?"')
+    assert done.stdout == "exit 1\n" and "SyntaxError" in done.stderr
+    done = shell("python -m json.tool", '{"b": 1}')
+    assert (done.returncode, done.stdout) == (0, '{\n    "b": 1\n}\n')
+    done = shell('python -c "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"; echo "exit $?"')
+    assert done.stdout == "exit 143\n"
+    assert shell("python -V").stdout.startswith(f"Python {sys.version.split()[0]}")
 
 
 # --- `run.sh queue` ---------------------------------------------------------------------------------------------------
