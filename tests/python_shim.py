@@ -1,8 +1,9 @@
 """`python` for tests of shell commands (tests/test_gpu_queue.py's rehearsals): `python -c CODE`, `python -m MODULE`
 and `python SCRIPT` run forked from the test process's fork server (tests/fork_server.py), where torch, transformers
 and benchbuild are already imported, instead of paying ~5 s of imports in a new interpreter each; any other use of the
-interpreter (options, no arguments) runs the real one. The child uses this process's stdin, stdout and stderr, and
-this process exits with its status (128 + N for a child ended by signal N, as a shell reports it).
+interpreter (options, no arguments, a script that is not a file) runs the real one. The child uses this process's
+stdin, stdout and stderr, and this process exits with its status (128 + N for a child ended by signal N, as a shell
+reports it).
 
 Started as `python -S -I tests/python_shim.py ARGUMENTS` (the wrapper `python_on_path` writes): nothing but the
 standard library is imported here. The fork server's socket is named by BENCHBUILD_TEST_FORK_SERVER."""
@@ -16,7 +17,7 @@ import sys
 def main() -> int:
     arguments = sys.argv[1:]
     address = os.environ.get("BENCHBUILD_TEST_FORK_SERVER")
-    forms = arguments and (arguments[0] in ("-c", "-m") and len(arguments) > 1 or not arguments[0].startswith("-"))
+    forms = arguments and (arguments[0] in ("-c", "-m") and len(arguments) > 1 or os.path.isfile(arguments[0]))
     if not address or not forms:
         interpreter = os.environ["BENCHBUILD_TEST_PYTHON"]
         os.execv(interpreter, [interpreter, *arguments])

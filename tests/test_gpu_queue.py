@@ -93,6 +93,8 @@ def test_the_rehearsals_python_does_what_the_interpreter_does(tmp_path):
     done = shell('python -c "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"; echo "exit $?"')
     assert done.stdout == "exit 143\n"
     assert shell("python -V").stdout.startswith(f"Python {sys.version.split()[0]}")
+    done = shell("python no_such_script.py")
+    assert done.returncode == 2 and "can't open file" in done.stderr
 
 
 # --- `run.sh queue` ---------------------------------------------------------------------------------------------------
