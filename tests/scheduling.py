@@ -2,11 +2,11 @@
 
 A unit of work is a test file, or a whole folder where the folder's files share session fixtures that are expensive
 to build (tests/report's trained runs, tests/publishing's built benchmarks, tests/importing's trained model), or the
-files of several folders that join the session's Dask cluster (`dask_scheduler` in tests/conftest.py: two worker
-processes, each importing torch and benchbuild at its first task, ~20 s of CPU): a session fixture is built once per
-worker that needs it, so such a group goes to one worker. The units are dealt slowest first (longest-processing-time
-order): pytest-xdist by itself deals the files with the most tests first, which left single slow tests (the wheel,
-the ReaCT build) to run alone at the end while the other worker idled.
+files of several folders that join the test run's shared Dask cluster (`dask_scheduler` in tests/conftest.py: two
+worker processes, each importing torch and benchbuild at its first task, ~20 s of CPU): a session-scoped fixture is
+built once per worker that needs it, so such a group goes to one worker. The units are dealt slowest first
+(longest-processing-time order): pytest-xdist by itself deals the files with the most tests first, which left single
+slow tests (the wheel, the ReaCT build) to run alone at the end while the other worker idled.
 """
 
 from __future__ import annotations

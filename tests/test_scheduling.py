@@ -1,5 +1,5 @@
-"""The units tests/scheduling.py deals to the workers stay true to the files: every file that joins the session's Dask
-cluster is in the one unit that starts it, and every unit named in the slowest-first order exists."""
+"""The units tests/scheduling.py deals to the workers stay true to the files: every file that joins the test run's
+shared Dask cluster is in the one unit that starts it, and every unit named in the slowest-first order exists."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from scheduling import DASK_CLUSTER, DASK_CLUSTER_FILES, SHARED_FIXTURE_FOLDERS,
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_every_file_that_uses_the_session_dask_cluster_is_dealt_with_the_others():
+def test_every_file_that_uses_the_shared_dask_cluster_is_dealt_with_the_others():
     users = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests").rglob("test_*.py")
                    if re.search(r"\bdask_scheduler\b", path.read_text(encoding="utf-8")))
     assert users == sorted(DASK_CLUSTER_FILES)
