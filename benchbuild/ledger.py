@@ -270,6 +270,7 @@ def markdown_table(entries: Iterable[Any], ledger: Mapping[tuple[str, str, str, 
         ours = "" if assessment.status == "not run" else assessment.evidence() + seeds
         statistic = row.get("statistic", "mean")
         runs = f" of {row['runs']}" if row.get("runs") else ""
+        ours = ours.replace("|", "\\|")  # a literal bar inside a cell (the rules' |ours - paper|)
         rows.append(f"| `{model}` | {row['benchmark']} | {row['metric']} | {row['table']} | {row['value']:g} "
-                    f"({statistic}{runs}) | **{assessment.status}** | {ours.replace('|', '/')} |")
+                    f"({statistic}{runs}) | **{assessment.status}** | {ours} |")
     return "\n".join([*rows, "", TABLE_END])

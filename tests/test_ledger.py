@@ -98,6 +98,17 @@ def test_the_docs_table_is_the_ledger():
     assert text[start:end].count("\n| `") == 96
 
 
+def test_each_table_row_has_its_seven_cells_though_a_rule_writes_bars():
+    # "outside the paper's spread: |92.26 - 100| > 0": the bars are escaped, so a renderer keeps them in the cell
+    table = markdown_table(list_entries(), LEDGER)
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    spread_rules = [line for line in rows if "outside the paper's spread" in line]
+    assert spread_rules and all("\\|" in line for line in spread_rules)
+    for line in rows:
+        cells = line.replace("\\|", "").split("|")[1:-1]
+        assert len(cells) == 7, line
+
+
 def test_zoo_shows_the_status_beside_each_number_and_carries_it_in_json():
     text = " ".join(benchbuild("zoo", "--model", "syntactic_attention").stdout.split())
     assert "[partial] scan/addprim_jump exact_match 91 (002 Table 1)" in text
