@@ -216,12 +216,15 @@ def read_log(out: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def truncate_log(out: Path, step: int) -> None:
-    """Drop log lines past the checkpoint a resumed run restarts from (the killed run wrote them), and a cut one."""
+def truncate_log(out: Path, step: int, validated: bool = True) -> None:
+    """Drop log lines past the checkpoint a resumed run restarts from (the killed run wrote them), and a cut one; with
+    `validated` false (a resume point whose validation is due), the validation line at `step` too, which a stop
+    during that validation may have left: the rerun validates again and writes it."""
     path = Path(out) / LOG_FILE
     if not path.exists() and not path.is_symlink():
         return
-    kept = [record for record in read_log(out) if record["step"] <= step]
+    kept = [record for record in read_log(out)
+            if record["step"] < step or (record["step"] == step and (validated or "elapsed_s" not in record))]
     write_file(path, "".join(json.dumps(record) + "\n" for record in kept))
 
 

@@ -166,8 +166,8 @@ def test_train_stopped_between_validations_resumes_from_the_step_it_reached_to_t
     validation chose) and exits 130 / 143; the same command goes on from that step, not from the last validation,
     and ends in the uninterrupted run's weights and log."""
     run_dir = tmp_path / "run"
-    # Five steps past a validation: the step the signal lands in is one no validation follows (a step that one
-    # follows gets no resume point, so that the rerun validates there), unless the machine lags 15 steps behind.
+    # Five steps past a validation: the step the signal lands in is one no validation follows (at one that a
+    # validation follows, or in the validation, the resume point says the validation is due: the test below).
     stop_at = EVAL_EVERY * random.Random(f"{kill_seed} {sent.name}").randrange(1, STEPS // EVAL_EVERY) + 5
     print(f"BENCHBUILD_KILL_SEED={kill_seed}: train stopped with {sent.name} once it logged step {stop_at}")
     process = start(train_command(inputs, run_dir), tmp_path / "train.log")
@@ -177,8 +177,8 @@ def test_train_stopped_between_validations_resumes_from_the_step_it_reached_to_t
     if code == 0:  # it finished first, which a loaded machine may allow: nothing to resume
         return
     assert code == (130 if sent == signal.SIGINT else 143), where
-    reached, ended = checkpoints(run_dir)[-1], logged_steps(run_dir)
-    assert reached >= stop_at or ended % EVAL_EVERY == 0, where  # the lag case: back to the last validation
+    reached = checkpoints(run_dir)[-1]
+    assert reached >= stop_at, where  # never back to the last validation, wherever the signal landed
     assert not leftovers(run_dir), where
     with cpu_threads(1):
         result = train(*inputs, run_dir, seed=0, device="cpu", progress=False)
@@ -190,32 +190,53 @@ def test_train_stopped_between_validations_resumes_from_the_step_it_reached_to_t
 
 
 @pytest.mark.parametrize("due", [2 * EVAL_EVERY, STEPS], ids=["validation-step", "last-step"])
-def test_train_stopped_in_a_step_that_a_validation_follows_resumes_from_the_last_validation(
-        inputs, uninterrupted, tmp_path, monkeypatch, due):
-    """A Ctrl-C that lands in a step a validation must follow (every eval_every-th, the last) saves no resume point
-    there: the rerun goes back to the last validation's checkpoint and validates at that step, as the uninterrupted
-    run does. A resume point there would make the rerun go on past it, its validation never run (the log differs)
-    or, at the last step, end the run unvalidated. The signal is a real SIGINT sent to this process from inside the
-    real step `due`, the one moment a subprocess test cannot hit on purpose."""
+@pytest.mark.parametrize("when", ["in-the-step", "after-its-log-line", "after-the-selected-model"])
+def test_train_stopped_at_a_step_that_a_validation_follows_resumes_there_and_validates_first(
+        inputs, uninterrupted, tmp_path, monkeypatch, due, when):
+    """A Ctrl-C that lands in a step a validation must follow (every eval_every-th, the last), or in that validation
+    (after its log line, or once it saved the model it selected), leaves a resume point at that step whose
+    validation is due: the rerun validates there first, as the uninterrupted run does, and goes on, instead of going
+    back a whole validation interval (hours, at batch 1) or going on past the step unvalidated (its log would
+    differ; at the last step the run would end unselected). The signal is a real SIGINT sent to this process from
+    inside the real step or validation, the moments a subprocess test cannot hit on purpose."""
     from benchbuild.training import loop
 
-    real_step = loop.step
+    real_step, real_save, real_log = loop.step, loop.save_pretrained, loop.append_log
 
     def step_then_ctrl_c(run):
         real_step(run)
         if run.state.step == due:
             os.kill(os.getpid(), signal.SIGINT)  # held until the step returns, as a terminal's Ctrl-C would be
 
+    selections = []
+
+    def save_then_ctrl_c(out, *saved):
+        real_save(out, *saved)
+        if len(saved) == 2:  # the model a validation selected (select = "last": each one), not the dictionaries
+            selections.append(out)
+            if len(selections) * EVAL_EVERY == due:  # `due`'s validation: one every EVAL_EVERY steps
+                os.kill(os.getpid(), signal.SIGINT)  # acts at once: signals are not held through a validation
+
+    def log_then_ctrl_c(out, record):
+        real_log(out, record)
+        if record["step"] == due and "elapsed_s" in record:
+            os.kill(os.getpid(), signal.SIGINT)
+
     run_dir = tmp_path / "run"
-    monkeypatch.setattr(loop, "step", step_then_ctrl_c)
+    if when == "in-the-step":
+        monkeypatch.setattr(loop, "step", step_then_ctrl_c)
+    elif when == "after-the-selected-model":
+        monkeypatch.setattr(loop, "save_pretrained", save_then_ctrl_c)
+    else:
+        monkeypatch.setattr(loop, "append_log", log_then_ctrl_c)
     with cpu_threads(1), pytest.raises(KeyboardInterrupt):
         train(*inputs, run_dir, seed=0, device="cpu", progress=False)
     monkeypatch.undo()
-    assert checkpoints(run_dir)[-1] == due - EVAL_EVERY
+    assert checkpoints(run_dir)[-1] == due
     assert not leftovers(run_dir) and not held(run_dir)
     with cpu_threads(1):
         result = train(*inputs, run_dir, seed=0, device="cpu", progress=False)
-    assert result.resumed_from == due - EVAL_EVERY
+    assert result.resumed_from == due
     final = Path("checkpoints", f"step-{STEPS:08d}", "model.safetensors")
     for weights in (Path("model.safetensors"), final):
         assert sha256(run_dir / weights) == sha256(uninterrupted / weights), f"{weights} differs"

@@ -169,18 +169,31 @@ def signals_held(active: bool):
         signal.raise_signal(held.signals[0])
 
 
+def validation_follows(run: PreparedRun) -> bool:
+    """Whether the step `run` has reached is one a validation follows: every `eval_every`-th, and the last."""
+    return run.state.step % run.eval_every == 0 or run.state.step >= run.budget
+
+
 def stop_at_resume_point(run: PreparedRun, number: int) -> None:
     """Save the step `run` has reached as a checkpoint (weights, optimizer, schedule and RNG state; no validation
     chose it, so the selection stays the last validation's), then let signal `number` act as it would have: a rerun
     goes on from this step instead of the last validation, which a batch-1 recipe makes hours apart, and ends in
-    the bytes an uninterrupted run ends in. A step that a validation must follow (every `eval_every`-th, the last)
-    gets no resume point: the rerun goes back to the last checkpoint and validates at that step, as the
-    uninterrupted run does, instead of resuming past it unvalidated (a last step would end the run unselected)."""
-    due = run.state.step % run.eval_every == 0 or run.state.step >= run.budget
-    if run.accelerator.is_main_process and not due:
-        run.state.elapsed, run.state.window = time.perf_counter() - run.started, list(run.window)
-        save_checkpoint(run.out, run.accelerator.unwrap_model(run.network), run.optimizer, run.scheduler, run.state)
+    the bytes an uninterrupted run ends in. At a step a validation follows (every `eval_every`-th, the last), the
+    resume point says that its validation is due: the rerun validates there first, as the uninterrupted run does,
+    instead of resuming past it unvalidated (a last step would end the run unselected)."""
+    save_resume_point(run)
     signal.raise_signal(number)
+
+
+def save_resume_point(run: PreparedRun, before: TrainerState | None = None, rng: dict[str, Any] | None = None) -> None:
+    """`stop_at_resume_point`'s checkpoint (main process). A stop during a validation passes `before` and `rng`, the
+    trainer state and RNG states the step ended with, which the validation may have changed: that validation is due
+    (a time budget's, too, at a step no `eval_every` names)."""
+    if run.accelerator.is_main_process:
+        state = run.state if before is None else before
+        state.elapsed, state.window = time.perf_counter() - run.started, list(run.window)
+        state.validation_due = before is not None or validation_follows(run)
+        save_checkpoint(run.out, run.accelerator.unwrap_model(run.network), run.optimizer, run.scheduler, state, rng)
 
 
 def out_of_time(run: PreparedRun) -> bool:

@@ -24,8 +24,10 @@ KEEP_CHECKPOINTS = 2
 class TrainerState:
     """How far training got: steps done, the best validation score (by the recipe's `validate_by`) and its step, the
     selected checkpoint's (the one at the run folder's root, chosen by the recipe's `select`) score, step and exact
-    match, the seconds spent training and validating (summed over a killed run and its resumption), and the losses
-    not yet logged (a resume point falls between two log lines). Checkpointed with every checkpoint."""
+    match, the seconds spent training and validating (summed over a killed run and its resumption), the losses not
+    yet logged (a resume point falls between two log lines), and whether the step still awaits its validation (a
+    resume point saved at a step a validation follows, when a stop came before or during it: the rerun validates
+    first). Checkpointed with every checkpoint."""
 
     step: int = 0
     best: float | None = None
@@ -35,6 +37,7 @@ class TrainerState:
     selected_step: int | None = None
     selected_exact_match: float | None = None
     window: list[float] = field(default_factory=list)  # the step losses since the last log line
+    validation_due: bool = False
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
@@ -45,9 +48,10 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return complete[-1] if complete else None
 
 
-def save_checkpoint(out: Path, network, optimizer, scheduler, state: TrainerState) -> None:
-    """Write `checkpoints/step-NNNNNNNN/` (weights, optimizer, scheduler, `state` and every RNG state) atomically and
-    keep only the newest `KEEP_CHECKPOINTS`."""
+def save_checkpoint(out: Path, network, optimizer, scheduler, state: TrainerState,
+                    rng: dict[str, Any] | None = None) -> None:
+    """Write `checkpoints/step-NNNNNNNN/` (weights, optimizer, scheduler, `state` and every RNG state: now, or `rng`,
+    from `rng_state()` earlier) atomically and keep only the newest `KEEP_CHECKPOINTS`."""
     check_subfolders(out)
     target = out / CHECKPOINTS_DIR / f"step-{state.step:08d}"
     with atomic_directory(target, overwrite=True) as tmp:
@@ -56,7 +60,8 @@ def save_checkpoint(out: Path, network, optimizer, scheduler, state: TrainerStat
                     "best": state.best, "best_step": state.best_step, "elapsed": state.elapsed,
                     "selected": state.selected, "selected_step": state.selected_step,
                     "selected_exact_match": state.selected_exact_match, "window": list(state.window),
-                    "rng": _rng_state()}, tmp / STATE_FILE)
+                    "validation_due": state.validation_due, "rng": rng_state() if rng is None else rng},
+                   tmp / STATE_FILE)
     for old in sorted((out / CHECKPOINTS_DIR).glob("step-*"))[:-KEEP_CHECKPOINTS]:
         shutil.rmtree(old)
 
@@ -79,12 +84,14 @@ def restore_checkpoint(checkpoint: Path, optimizer, scheduler) -> TrainerState:
                          elapsed=float(saved.get("elapsed", 0.0)), selected=selected,
                          selected_step=saved.get("selected_step", saved["best_step"]),
                          selected_exact_match=saved.get("selected_exact_match", selected),
-                         window=[float(loss) for loss in saved.get("window", [])])
+                         window=[float(loss) for loss in saved.get("window", [])],
+                         validation_due=bool(saved.get("validation_due", False)))
     _set_rng_state(saved["rng"])
     return state
 
 
-def _rng_state() -> dict[str, Any]:
+def rng_state() -> dict[str, Any]:
+    """Every RNG's state (torch, python, numpy, each CUDA device), as a checkpoint stores it."""
     numpy_state = np.random.get_state(legacy=False)
     state = {"torch": torch.get_rng_state(), "python": random.getstate(),
              "numpy": {"key": torch.from_numpy(numpy_state["state"]["key"].astype(np.int64)),

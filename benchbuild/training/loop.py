@@ -13,6 +13,7 @@ claims and records about itself while it runs lives in `bookkeeping`; what it sh
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from pathlib import Path
@@ -23,16 +24,17 @@ import torch.nn.functional as F
 
 from benchbuild import __version__
 from benchbuild.device import cpu_threads, start_accelerator
-from benchbuild.errors import BenchbuildError
+from benchbuild.errors import BenchbuildError, Terminated
 from benchbuild.model_card import write_model_card
 from benchbuild.run_folder import (append_log, benchmark_fingerprint, device_record, entry_record, open_run,
                                    portable_path, save_pretrained, train_command_line, truncate_log, write_run)
 from benchbuild.training.batching import EncodedSplit, batch_indices, by_length, collate, micro_batches
-from benchbuild.training.bookkeeping import (check_budget_change, check_run_paths, check_selection, claimed,
-                                             mark_diverged, out_of_time, recorded_run, run_environment,
-                                             selection_record, settled, signals_held, stop_at_resume_point,
-                                             trained_segments)
-from benchbuild.training.checkpoints import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
+from benchbuild.training.bookkeeping import (HeldSignals, check_budget_change, check_run_paths, check_selection,
+                                             claimed, mark_diverged, out_of_time, recorded_run, run_environment,
+                                             save_resume_point, selection_record, settled, signals_held,
+                                             stop_at_resume_point, trained_segments, validation_follows)
+from benchbuild.training.checkpoints import (TrainerState, latest_checkpoint, restore_checkpoint, rng_state,
+                                             save_checkpoint)
 from benchbuild.training.plan import RunOptions, RunPlan, check_set_by_training, plan_run
 from benchbuild.training.prepared import PreparedRun, TrainResult
 from benchbuild.training.progress import StepProgress, training_status
@@ -74,21 +76,38 @@ def train(model: str | Path, data: str | Path, out: str | Path, *, seed: int = 0
         run.stopped_by = settled(run) or run.stopped_by  # resumed already settled: nothing left to train
         with (StepProgress(progress and run.accelerator.is_main_process, run.budget, run.state.step) as advance,
               signals_held(run.accelerator.num_processes == 1) as held):  # a stop acts at a step's end
-            while run.state.step < run.budget and run.stopped_by != "settled":
+            if run.state.validation_due:  # stopped before or during the validation of the step it resumes at
+                validate(run, held)
+                run.stopped_by = ("time budget" if out_of_time(run) else None) or settled(run) or run.stopped_by
+            while run.state.step < run.budget and run.stopped_by not in ("settled", "time budget"):
                 step(run)
                 if held.signals:
                     with held.released():
                         stop_at_resume_point(run, held.signals[0])
                 stop = "time budget" if out_of_time(run) else None
-                if run.state.step % run.eval_every == 0 or run.state.step == run.budget or stop:
-                    with held.released():  # a stop during a validation acts at once: back to the last checkpoint
-                        validate_and_checkpoint(run)
+                if validation_follows(run) or stop:
+                    validate(run, held)
                     stop = stop or settled(run)
                 advance(training_status(run))
                 if stop:
                     run.stopped_by = stop
                     break
         return finish(run)
+
+
+def validate(run: PreparedRun, held: HeldSignals) -> None:
+    """`validate_and_checkpoint`, where a stop acts at once (a validation may take minutes) and leaves a resume point
+    at this step, its validation due (`save_resume_point`): the rerun validates here and goes on, instead of going
+    back to the last checkpoint, a validation interval behind. A stop after the validation saved its own checkpoint
+    leaves that one."""
+    before, rng = dataclasses.replace(run.state, window=list(run.window)), rng_state()
+    try:
+        with held.released():
+            validate_and_checkpoint(run)
+    except (KeyboardInterrupt, Terminated):
+        if run.checkpointed_step != before.step:  # signals are held again here: a second one waits for the save
+            save_resume_point(run, before, rng)
+        raise
 
 
 def prepare(plan: RunPlan) -> PreparedRun:
@@ -120,7 +139,7 @@ def prepare(plan: RunPlan) -> PreparedRun:
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, recipe.learning_rate_factor)
     state = TrainerState() if checkpoint is None else restore_checkpoint(checkpoint, optimizer, scheduler)
     if accelerator.is_main_process:
-        truncate_log(out, state.step)
+        truncate_log(out, state.step, validated=not state.validation_due)
     network, optimizer = accelerator.prepare(network, optimizer)
 
     # What a reviewer needs to re-run it (`benchbuild reproduce`), and no absolute path of this machine: the entry by
@@ -212,8 +231,9 @@ def validate_and_checkpoint(run: PreparedRun) -> None:
             state.selected, state.selected_step = value, state.step
             state.selected_exact_match = None if scores is None else scores.exact_match
             save_pretrained(run.out, network, run.tokenizer)
-        state.window = list(run.window)
+        state.window, state.validation_due = list(run.window), False
         save_checkpoint(run.out, network, run.optimizer, run.scheduler, state)
+        run.checkpointed_step = state.step
         run.record.update({**selection_record(state, recipe.validate_by), "status": "running"})
         write_run(run.out, run.record)
     accelerator.wait_for_everyone()

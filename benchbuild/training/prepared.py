@@ -43,6 +43,7 @@ class PreparedRun:
     window: list[float] = field(default_factory=list)  # the step losses since the last log line
     logged_loss: tuple[float, int] | None = None  # the last log line's loss and how many steps it is the mean of
     validation_seconds: float = 0.0  # the last validation's duration: a time budget stops early enough to fit one more
+    checkpointed_step: int | None = None  # the step of the last checkpoint a validation saved in this process
     stopped_by: str = "step budget"
 
     # What the loop reads of the plan, by the names it has always used.
