@@ -22,7 +22,9 @@ from commands import Started, benchbuild, benchbuild_in_process, log_without_tim
 from small_inputs import scan_grammar_rows, tiny_transformer_entry, write_benchmark
 from waiting import until
 
+from benchbuild import cli
 from benchbuild.device import cpu_threads
+from benchbuild.errors import Terminated
 from benchbuild.locks import held
 from benchbuild.training.loop import train
 
@@ -190,7 +192,7 @@ def test_train_stopped_between_validations_resumes_from_the_step_it_reached_to_t
 
 
 @pytest.mark.parametrize("due", [2 * EVAL_EVERY, STEPS], ids=["validation-step", "last-step"])
-@pytest.mark.parametrize("when", ["in-the-step", "after-its-log-line", "after-the-selected-model"])
+@pytest.mark.parametrize("when", ["in-the-step", "after-its-log-line", "after-the-selected-model", "sigterm"])
 def test_train_stopped_at_a_step_that_a_validation_follows_resumes_there_and_validates_first(
         inputs, uninterrupted, tmp_path, monkeypatch, due, when):
     """A Ctrl-C that lands in a step a validation must follow (every eval_every-th, the last), or in that validation
@@ -198,10 +200,12 @@ def test_train_stopped_at_a_step_that_a_validation_follows_resumes_there_and_val
     validation is due: the rerun validates there first, as the uninterrupted run does, and goes on, instead of going
     back a whole validation interval (hours, at batch 1) or going on past the step unvalidated (its log would
     differ; at the last step the run would end unselected). The signal is a real SIGINT sent to this process from
-    inside the real step or validation, the moments a subprocess test cannot hit on purpose."""
+    inside the real step or validation, the moments a subprocess test cannot hit on purpose; "sigterm" is a SIGTERM
+    there under the command line's handler (a scheduler's stop: `Terminated`, exit 143)."""
     from benchbuild.training import loop
 
     real_step, real_save, real_log = loop.step, loop.save_pretrained, loop.append_log
+    sent = signal.SIGTERM if when == "sigterm" else signal.SIGINT
 
     def step_then_ctrl_c(run):
         real_step(run)
@@ -215,7 +219,7 @@ def test_train_stopped_at_a_step_that_a_validation_follows_resumes_there_and_val
         if len(saved) == 2:  # the model a validation selected (select = "last": each one), not the dictionaries
             selections.append(out)
             if len(selections) * EVAL_EVERY == due:  # `due`'s validation: one every EVAL_EVERY steps
-                os.kill(os.getpid(), signal.SIGINT)  # acts at once: signals are not held through a validation
+                os.kill(os.getpid(), sent)  # acts at once: signals are not held through a validation
 
     def log_then_ctrl_c(out, record):
         real_log(out, record)
@@ -225,12 +229,18 @@ def test_train_stopped_at_a_step_that_a_validation_follows_resumes_there_and_val
     run_dir = tmp_path / "run"
     if when == "in-the-step":
         monkeypatch.setattr(loop, "step", step_then_ctrl_c)
-    elif when == "after-the-selected-model":
+    elif when in ("after-the-selected-model", "sigterm"):
         monkeypatch.setattr(loop, "save_pretrained", save_then_ctrl_c)
     else:
         monkeypatch.setattr(loop, "append_log", log_then_ctrl_c)
-    with cpu_threads(1), pytest.raises(KeyboardInterrupt):
-        train(*inputs, run_dir, seed=0, device="cpu", progress=False)
+    previous = signal.getsignal(signal.SIGTERM)
+    if when == "sigterm":
+        signal.signal(signal.SIGTERM, cli._terminate)  # what `benchbuild train` runs under
+    try:
+        with cpu_threads(1), pytest.raises(Terminated if when == "sigterm" else KeyboardInterrupt):
+            train(*inputs, run_dir, seed=0, device="cpu", progress=False)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     monkeypatch.undo()
     assert checkpoints(run_dir)[-1] == due
     assert not leftovers(run_dir) and not held(run_dir)
