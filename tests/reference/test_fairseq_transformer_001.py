@@ -174,12 +174,15 @@ def updated_pair(official, dictionaries, test_rows, our_optimizer):
 def test_an_update_with_their_optimizer_gives_the_same_weights(official, dictionaries, test_rows):
     """`updated_pair` with their Adam (fairseq/optim/adam.py `Adam`) updating ours too: the losses within 1e-6
     relative (both compute the log-softmax in float32: fairseq's utils.log_softmax, our `_summed_loss`), the gradient
-    norms within 1e-6 relative and above the clip, every clipped gradient (norm 2) within 1e-6, and every weight
-    within 1e-6 where the gradient component exceeds 1e-4. Below that Adam's first step, about lr·g/(|g| + ε), turns
-    differences of rounding into differences of weights: their attention's softmax runs in float32 (fairseq's
-    utils.softmax), so both gradients carry float32 noise of up to 1e-6, and the cross-attention key biases have no
-    gradient at all (a bias on every key adds q·b to every score of a query, which the softmax ignores), only
-    rounding noise of 1e-10."""
+    norms within 1e-6 relative and above the clip, every clipped gradient (norm 2) within 1e-6 plus 1e-5 of its
+    tensor's largest component, and every weight within 1e-6 where the gradient component exceeds 1e-4. Below that
+    Adam's first step, about lr·g/(|g| + ε), turns differences of rounding into differences of weights: their
+    attention's softmax runs in float32 (fairseq's utils.softmax), so both gradients carry float32 noise, about 1e-7
+    in the layers' weights and larger in the embedding tables, whose rows gather the float32 log-softmax's error over
+    every token of the batch (1.6e-6 of a largest component of 0.33 in the decoder's, 7e-7 of 0.21 in the encoder's,
+    on a 2-core AMD EPYC VM, 2026-12-06; the size depends on the CPU's float32 kernels); the cross-attention key
+    biases have no gradient at all (a bias on every key adds q·b to every score of a query, which the softmax
+    ignores), only rounding noise of 1e-10."""
     mine, theirs, norms, gradients, our_gradients = updated_pair(
         official, dictionaries, test_rows, lambda parameters, args: official.adam.Adam(
             parameters, lr=args.lr[0], betas=eval(args.adam_betas), eps=args.adam_eps, weight_decay=args.weight_decay))
@@ -188,7 +191,7 @@ def test_an_update_with_their_optimizer_gives_the_same_weights(official, diction
     converted = official_state_dict(mine)
     for name, parameter in theirs.named_parameters():
         largest = gradients[name].abs().max()
-        assert (our_gradients[name] - gradients[name]).abs().max() <= 1e-6, name
+        assert (our_gradients[name] - gradients[name]).abs().max() <= 1e-6 + 1e-5 * largest, name
         clear = gradients[name].abs() > 1e-4
         assert bool(((converted[name] - parameter.detach())[clear].abs() <= 1e-6).all()), name
         if name.endswith("encoder_attn.k_proj.bias"):
