@@ -29,7 +29,7 @@ item() {  # ITEM -> "model recipe split extra-flags"
         sa-jump) echo "syntactic_attention scan addprim_jump --stop-when-settled" ;;
         sa-simple) echo "syntactic_attention scan simple --stop-when-settled" ;;
         sa-turn-left) echo "syntactic_attention scan addprim_turn_left --stop-when-settled" ;;
-        sa-length) echo "syntactic_attention scan length" ;;
+        sa-length) echo "syntactic_attention scan length --stop-when-settled" ;;
         lstm-jump) echo "lstm_attention scan addprim_jump" ;;
         lstm-simple) echo "lstm_attention scan simple" ;;
         lstm-turn-left) echo "lstm_attention scan addprim_turn_left" ;;
