@@ -114,7 +114,7 @@ def test_zoo_shows_the_status_beside_each_number_and_carries_it_in_json():
     assert "[partial] scan/addprim_jump exact_match 91 (002 Table 1)" in text
     # its 5 seeds: 99.89 against 100.0 ± 0.0 over 5 runs, Welch's test does not reject equality (p = 0.35)
     assert "[reproduced] scan/simple exact_match 100 (002 Table 1)" in text
-    assert "[partial] scan/length exact_match 15.2 (002 Table 1)" in text  # 2 of its 5 seeds
+    assert "[reproduced] scan/length exact_match 15.2 (002 Table 1)" in text  # by Welch's test (p = 0.61)
     assert "[not run] lake_baroni_en_fr/syntactic_attention_mt bleu 36.8 (002 Table 3)" in text
     listing = benchbuild("zoo", "--format", "json").stdout
     models = {model["name"]: model for model in json.loads(listing)["models"]}
