@@ -75,7 +75,7 @@ def test_degree_on_an_embedded_cluster_writes_the_local_table(degree_inputs, loc
 
 @pytest.fixture(scope="module")
 def react_arguments(shared_data, tmp_path_factory) -> list[str]:
-    """docs/commands.md's small build-react example made smaller (a 2-member ensemble of 40 steps, 8 validation pairs)."""
+    """docs/commands.md's small build-react example made smaller (a 2-member ensemble of 20 steps, 8 validation pairs)."""
     react, folder = shared_data / "react", tmp_path_factory.mktemp("react-inputs")
     read = lambda path: path.read_text(encoding="utf-8").splitlines()  # noqa: E731
     de, en = read(react / "valid.de"), read(react / "valid.en")
@@ -87,7 +87,7 @@ def react_arguments(shared_data, tmp_path_factory) -> list[str]:
             "--valid-tgt", str(write_lines(folder / "valid.en", en[-8:])),
             "--pool-src", str(react / "cg_test.de"), "--pool-tgt", str(react / "cg_test.en"),
             "--pool-src", str(wmt / "train.de"), "--pool-tgt", str(wmt / "train.en"),
-            "--lowercase", "--pool-size", "60", "--ensemble-size", "2", "--max-steps", "40", *TINY,
+            "--lowercase", "--pool-size", "60", "--ensemble-size", "2", "--max-steps", "20", *TINY,
             "--beam", "2", "--batch-size", "16", "--drop-top", "5", "--band", "40", "--sample", "10",
             "--device", "cpu", "--seed", "0"]
 
