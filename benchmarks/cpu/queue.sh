@@ -168,7 +168,8 @@ case "${1:-status}" in
     # (002's own code and the action-loss experiment: they do not resume; a stopped one starts again)
     pause) signal_all STOP; echo paused ;;
     resume) signal_all CONT; echo resumed ;;
-    stop) signal_all TERM; echo "stopped (each of ours saves a resume point; the experiments start again)" ;;
+    stop) signal_all TERM; signal_all CONT  # a paused run acts on its TERM once it runs again
+          echo "stopped (each of ours saves a resume point; the experiments start again)" ;;
     status)
         for log in "$OUT"/*/seed*.log; do
             [ -e "$log" ] || continue
